@@ -1,0 +1,93 @@
+"""Read what the CLI sent: pure helpers over a Messages API request body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PLACEHOLDERS = ("last_tool_result", "last_user_text", "first_user_text", "turn")
+
+
+def _texts(content: Any) -> list[str]:
+    """Text pieces of a message's content, tool results included (as their text)."""
+    if isinstance(content, str):
+        return [content]
+    out: list[str] = []
+    if not isinstance(content, list):
+        return out
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            out.append(str(block.get("text", "")))
+    return out
+
+
+def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    msgs = body.get("messages")
+    return [m for m in msgs if isinstance(m, dict)] if isinstance(msgs, list) else []
+
+
+def system_text(body: dict[str, Any]) -> str:
+    system = body.get("system")
+    if isinstance(system, str):
+        return system
+    return "\n".join(_texts(system))
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    for msg in _messages(body):
+        if msg.get("role") == "user":
+            return "\n".join(_texts(msg.get("content")))
+    return ""
+
+
+def assistant_count(body: dict[str, Any]) -> int:
+    return sum(1 for m in _messages(body) if m.get("role") == "assistant")
+
+
+def _tool_result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(_texts(content))
+
+
+def last_tool_result(body: dict[str, Any]) -> str:
+    """Text of the last tool_result block in the history ("" when none)."""
+    for msg in reversed(_messages(body)):
+        content = msg.get("content")
+        if msg.get("role") != "user" or not isinstance(content, list):
+            continue
+        for block in reversed(content):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                return _tool_result_text(block)
+    return ""
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """Plain text of the last user message that carries text (not only tool results)."""
+    for msg in reversed(_messages(body)):
+        if msg.get("role") != "user":
+            continue
+        texts = [t for t in _texts(msg.get("content")) if not t.lstrip().startswith("<system-reminder>")]
+        if texts:
+            return "\n".join(texts)
+    return ""
+
+
+def render(template: str, body: dict[str, Any]) -> str:
+    """Fill ``{placeholder}`` names from the request; other braces are left alone."""
+    if "{" not in template:
+        return template
+    values = {
+        "last_tool_result": last_tool_result,
+        "last_user_text": last_user_text,
+        "first_user_text": first_user_text,
+        "turn": lambda b: str(assistant_count(b)),
+    }
+    out = template
+    for name, fn in values.items():
+        token = "{" + name + "}"
+        if token in out:
+            out = out.replace(token, fn(body))
+    return out

@@ -1,0 +1,167 @@
+"""Scenario model for the model double: what the fake model says, turn by turn.
+
+A scenario is a list of *conversations*. Each request from the CLI is routed to the first
+conversation whose ``match`` regex is found in the request's first user message (or whose
+``system_match`` is found in the system prompt). Inside a conversation the turn played is the
+number of assistant messages already in the request's history, so retries and resumed
+sessions replay the right turn without any server-side cursor.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+
+FAULT_KINDS = ("http", "drop", "overflow")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool_use block."""
+
+    tool: str
+    input: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure served instead of the turn, ``times`` times (-1 = every time)."""
+
+    kind: str = "http"
+    status: int = 500
+    times: int = 1
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model reply: optional thinking, optional text, then tool calls."""
+
+    say: str = ""
+    think: str = ""
+    calls: tuple[Call, ...] = ()
+    usage: dict[str, int] = field(default_factory=dict)
+    fault: Fault | None = None
+    delay_s: float = 0.0
+    stop_reason: str = ""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    name: str
+    turns: tuple[Turn, ...]
+    match: str = ""
+    system_match: str = ""
+    # What to do past the last turn: "end" answers a short text and ends the turn.
+    after_end: str = "Done."
+
+    def matches(self, first_user_text: str, system_text: str) -> bool:
+        if not self.match and not self.system_match:
+            return True
+        if self.match and re.search(self.match, first_user_text, re.S):
+            return True
+        return bool(self.system_match and re.search(self.system_match, system_text, re.S))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    conversations: tuple[Conversation, ...]
+    description: str = ""
+
+    def route(self, first_user_text: str, system_text: str) -> Conversation | None:
+        for conv in self.conversations:
+            if conv.matches(first_user_text, system_text):
+                return conv
+        return None
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be understood."""
+
+
+def _fault(raw: Any, where: str) -> Fault | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: fault must be a table")
+    kind = str(raw.get("kind", "http"))
+    if kind not in FAULT_KINDS:
+        raise ScenarioError(f"{where}: fault kind {kind!r} not in {FAULT_KINDS}")
+    persistent = bool(raw.get("persistent", False))
+    times = -1 if persistent else int(raw.get("times", 1))
+    return Fault(kind=kind, status=int(raw.get("status", 500 if kind == "http" else 400)),
+                 times=times, message=str(raw.get("message", "")))
+
+
+def _turn(raw: Any, where: str) -> Turn:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: a turn must be a table")
+    unknown = set(raw) - {"say", "think", "call", "usage", "fault", "delay_s", "stop_reason"}
+    if unknown:
+        raise ScenarioError(f"{where}: unknown keys {sorted(unknown)}")
+    calls = []
+    for j, c in enumerate(raw.get("call", [])):
+        if not isinstance(c, dict) or "tool" not in c:
+            raise ScenarioError(f"{where}.call[{j}]: needs a 'tool' name")
+        calls.append(Call(tool=str(c["tool"]), input=dict(c.get("input", {})), id=str(c.get("id", ""))))
+    usage = {str(k): int(v) for k, v in dict(raw.get("usage", {})).items()}
+    return Turn(say=str(raw.get("say", "")), think=str(raw.get("think", "")), calls=tuple(calls),
+                usage=usage, fault=_fault(raw.get("fault"), where),
+                delay_s=float(raw.get("delay_s", 0.0)), stop_reason=str(raw.get("stop_reason", "")))
+
+
+def parse_scenario(data: dict[str, Any], name: str = "scenario") -> Scenario:
+    """Build a Scenario from the decoded TOML/JSON document."""
+    convs_raw = data.get("conversation")
+    if not isinstance(convs_raw, list) or not convs_raw:
+        raise ScenarioError(f"{name}: needs at least one [[conversation]]")
+    convs = []
+    for i, c in enumerate(convs_raw):
+        where = f"{name}.conversation[{i}]"
+        if not isinstance(c, dict):
+            raise ScenarioError(f"{where}: must be a table")
+        for key in ("match", "system_match"):
+            if key in c:
+                try:
+                    re.compile(str(c[key]))
+                except re.error as exc:
+                    raise ScenarioError(f"{where}.{key}: bad regex: {exc}") from exc
+        turns = tuple(_turn(t, f"{where}.turn[{j}]") for j, t in enumerate(c.get("turn", [])))
+        convs.append(Conversation(name=str(c.get("name", f"c{i}")), turns=turns,
+                                  match=str(c.get("match", "")),
+                                  system_match=str(c.get("system_match", "")),
+                                  after_end=str(c.get("after_end", "Done."))))
+    return Scenario(name=str(data.get("name", name)), conversations=tuple(convs),
+                    description=str(data.get("description", "")))
+
+
+def load_scenario(ref: str | Path) -> Scenario:
+    """Load a scenario by file path, or by the name of a shipped one (``demo``)."""
+    path = Path(ref)
+    if not path.exists():
+        for suffix in (".toml", ".json"):
+            shipped = SCENARIO_DIR / f"{ref}{suffix}"
+            if shipped.exists():
+                path = shipped
+                break
+        else:
+            names = sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
+            raise ScenarioError(f"no scenario file or shipped scenario named {ref!r} (shipped: {names})")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ScenarioError(f"{path}: {exc}") from exc
+    return parse_scenario(data, name=path.stem)
+
+
+def shipped_scenarios() -> list[str]:
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))

@@ -1,0 +1,218 @@
+"""The model double: a local Anthropic Messages API that plays a scenario.
+
+The real Claude Code CLI (bundled with claude-agent-sdk) talks to it through
+``ANTHROPIC_BASE_URL``, so the whole SDK stack runs offline, for free, deterministically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from . import request as rq
+from .scenario import Conversation, Scenario, Turn, load_scenario
+from .sse import error_body, turn_events
+
+MODEL_NAME = "claude-devmodel"
+
+
+@dataclass
+class RecordedRequest:
+    """One request the double received, and what it served."""
+
+    path: str
+    body: dict[str, Any]
+    conversation: str = ""
+    turn: int = -1
+    served: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def first_user_text(self) -> str:
+        return rq.first_user_text(self.body)
+
+    @property
+    def last_user_text(self) -> str:
+        return rq.last_user_text(self.body)
+
+    @property
+    def last_tool_result(self) -> str:
+        return rq.last_tool_result(self.body)
+
+
+def cli_env(base_url: str, config_dir: str | Path, *, max_retries: int = 0) -> dict[str, str]:
+    """Environment for the bundled CLI so it talks only to the double and writes only to config_dir.
+
+    ``CLAUDE_CODE_MAX_RETRIES`` bounds the CLI's own retry loop; 0 makes fault tests fast and
+    lets the engine's resilience be the one that retries.
+    """
+    return {
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "devmodel-offline",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CONFIG_DIR": str(config_dir),
+        "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    }
+
+
+class ModelDouble:
+    """Serve a scenario on 127.0.0.1; use as ``async with ModelDouble("demo") as md``."""
+
+    def __init__(self, scenario: Scenario | str | Path, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        self.host = host
+        self.port = port
+        self.requests: list[RecordedRequest] = []
+        self._faults_served: dict[tuple[str, int], int] = {}
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> ModelDouble:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_route("*", "/{tail:.*}", self._other)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> ModelDouble:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def env(self, config_dir: str | Path, *, max_retries: int = 0) -> dict[str, str]:
+        return cli_env(self.base_url, config_dir, max_retries=max_retries)
+
+    # -- assertions helpers ----------------------------------------------------------------
+    def model_requests(self, conversation: str | None = None) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path == "/v1/messages"
+                and (conversation is None or r.conversation == conversation)]
+
+    async def wait_for(self, predicate: Callable[[list[RecordedRequest]], bool], timeout: float = 30.0) -> None:
+        """Wait until ``predicate(self.requests)`` holds; raises TimeoutError otherwise."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: predicate(self.requests)), timeout)
+
+    async def _record(self, rec: RecordedRequest) -> None:
+        self.requests.append(rec)
+        async with self._changed:
+            self._changed.notify_all()
+
+    # -- handlers --------------------------------------------------------------------------
+    async def _other(self, request: web.Request) -> web.Response:
+        await self._record(RecordedRequest(path=request.path, body={}, served="404"))
+        return web.json_response(error_body(404, f"devmodel: no route {request.method} {request.path}"),
+                                 status=404)
+
+    async def _count_tokens(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        await self._record(RecordedRequest(path=request.path, body=body, served="count_tokens"))
+        return web.json_response({"input_tokens": max(1, len(json.dumps(body)) // 4)})
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await _json_body(request)
+        conv = self.scenario.route(rq.first_user_text(body), rq.system_text(body))
+        index = rq.assistant_count(body)
+        rec = RecordedRequest(path=request.path, body=body, conversation=conv.name if conv else "",
+                              turn=index, headers={k: v for k, v in request.headers.items()
+                                                   if k.lower().startswith("anthropic")})
+        turn = self._pick_turn(conv, index)
+        fault = turn.fault
+        if fault is not None and conv is not None:
+            key = (conv.name, index)
+            served = self._faults_served.get(key, 0)
+            if fault.times < 0 or served < fault.times:
+                self._faults_served[key] = served + 1
+                rec.served = f"fault:{fault.kind}:{fault.status}"
+                await self._record(rec)
+                return await self._serve_fault(request, fault, turn)
+        rec.served = "turn" if conv is not None and index < len(conv.turns) else "fallback"
+        await self._record(rec)
+        if turn.delay_s > 0:
+            await asyncio.sleep(turn.delay_s)
+        text = rq.render(turn.say, body)
+        model = str(body.get("model") or MODEL_NAME)
+        if not body.get("stream"):
+            return web.json_response(_whole_message(turn, model, text))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        for chunk in turn_events(turn, model, text):
+            await resp.write(chunk)
+        await resp.write_eof()
+        return resp
+
+    def _pick_turn(self, conv: Conversation | None, index: int) -> Turn:
+        if conv is None:
+            return Turn(say="(devmodel: no conversation of this scenario matches this request)")
+        if index < len(conv.turns):
+            return conv.turns[index]
+        return Turn(say=conv.after_end)
+
+    async def _serve_fault(self, request: web.Request, fault: Any, turn: Turn) -> web.StreamResponse:
+        if fault.kind == "overflow":
+            msg = fault.message or "prompt is too long: 210000 tokens > 200000 maximum"
+            return web.json_response(error_body(400, msg), status=400)
+        if fault.kind == "drop":
+            # Start a reply, then cut the connection mid-stream.
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            first = next(iter(turn_events(turn, MODEL_NAME, "partial")))
+            await resp.write(first)
+            if request.transport is not None:
+                request.transport.abort()
+            return resp
+        return web.json_response(error_body(fault.status, fault.message), status=fault.status)
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    try:
+        data = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _whole_message(turn: Turn, model: str, text: str) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if text:
+        content.append({"type": "text", "text": text})
+    for i, call in enumerate(turn.calls):
+        content.append({"type": "tool_use", "id": call.id or f"toolu_{i}", "name": call.tool, "input": call.input})
+    return {"id": "msg_whole", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "tool_use" if turn.calls else "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20, **turn.usage}}
+
+
+def isolated_env(base_url: str, home: str | Path) -> dict[str, str]:
+    """cli_env plus a HOME of its own, for processes started outside tests."""
+    env = cli_env(base_url, Path(home) / ".claude")
+    env["HOME"] = os.fspath(home)
+    return env

@@ -1,0 +1,39 @@
+"""Shared fixtures: the model double on an ephemeral loopback port, and an isolated CLI config."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
+
+
+def scenario_of(*conversations: dict[str, Any], name: str = "test") -> Scenario:
+    """Build a scenario inline: scenario_of({"name": "main", "turn": [{"say": "hi"}]})."""
+    return parse_scenario({"name": name, "conversation": list(conversations)}, name=name)
+
+
+@pytest.fixture
+def cli_home(tmp_path: Path) -> Path:
+    """A config dir of the CLI's own for this test, so nothing touches the real home."""
+    home = tmp_path / "claude-config"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+async def double_factory() -> AsyncIterator[Callable[..., Any]]:
+    """Start model doubles on demand; all are stopped at teardown."""
+    started: list[ModelDouble] = []
+
+    async def start(scenario: Scenario | str) -> ModelDouble:
+        md = await ModelDouble(scenario).start()
+        started.append(md)
+        return md
+
+    yield start
+    for md in started:
+        await md.stop()
