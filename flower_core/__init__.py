@@ -7,7 +7,7 @@ does not start the SDK machinery.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "Event": "flower_core.events",
@@ -32,10 +32,6 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-if TYPE_CHECKING:
-    from flower_core.events import EVENT_KINDS, Event, EventKind
-
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)

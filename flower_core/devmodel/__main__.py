@@ -19,7 +19,8 @@ async def _serve(scenario: str, host: str, port: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="flower-devmodel", description="Offline Anthropic Messages API double.")
-    parser.add_argument("--scenario", default="demo", help=f"file path or shipped name ({', '.join(shipped_scenarios())})")
+    shipped = ", ".join(shipped_scenarios())
+    parser.add_argument("--scenario", default="demo", help=f"file path or shipped name ({shipped})")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--check", action="store_true", help="only parse the scenario and exit")

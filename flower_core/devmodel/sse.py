@@ -28,7 +28,7 @@ def tool_use_id() -> str:
 def turn_events(turn: Turn, model: str, text: str) -> Iterator[bytes]:
     """Yield the SSE frames of a reply made of thinking, text, then tool_use blocks."""
     usage = {**DEFAULT_USAGE, **turn.usage}
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
         "model": model, "content": [], "stop_reason": None, "stop_sequence": None,
         "usage": {k: v for k, v in usage.items() if k != "output_tokens"} | {"output_tokens": 1},
