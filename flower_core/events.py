@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from flower_core.normalize import normalize
+
+__all__ = ["EVENT_KINDS", "Event", "EventKind", "context_of", "json_safe", "normalize"]
 
 EventKind = Literal[
     "text", "thinking", "prompt", "tool_call", "tool_result", "result", "error", "reset",
@@ -34,3 +41,72 @@ class Event:
     def to_dict(self) -> dict[str, Any]:
         """The JSON-safe part of the event (raw is deliberately left out)."""
         return {"kind": self.kind, "text": self.text, "tool": self.tool, "payload": self.payload}
+
+
+
+def __getattr__(name: str) -> Any:
+    # normalize lives in its own module (it imports the SDK); re-exported lazily so the import has no cycle.
+    if name == "normalize":
+        from flower_core.normalize import normalize
+
+        globals()["normalize"] = normalize
+        return normalize
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def json_safe(value: Any, depth: int = 12) -> Any:
+    """A deep copy made only of dict/list/str/int/float/bool/None; anything else becomes a short string."""
+    t = type(value)
+    if value is None or t is str or t is bool or t is int:
+        return value
+    if t is float:
+        return value if math.isfinite(value) else None
+    if depth <= 0:
+        return "…"
+    try:
+        if isinstance(value, dict):
+            return {_key(k): json_safe(v, depth - 1) for k, v in dict.items(value)}
+        if isinstance(value, list | tuple | set | frozenset):
+            return [json_safe(v, depth - 1) for v in value]
+        # Subclasses (str/int enums, literals) are flattened to their base value, never kept as objects.
+        if isinstance(value, str):
+            return str.__str__(value)
+        if isinstance(value, int):
+            return int.__int__(value)
+        if isinstance(value, float):
+            return json_safe(float.__float__(value))
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: json_safe(getattr(value, f.name, None), depth - 1) for f in dataclasses.fields(value)}
+        return short_str(value)
+    except Exception:
+        return f"<{t.__name__}>"
+
+
+def _key(k: Any) -> str:
+    return k if type(k) is str else short_str(k)
+
+
+def short_str(value: Any, limit: int = 200) -> str:
+    """str(value) cut to limit, and never an exception (a broken __str__ gives '<TypeName>')."""
+    try:
+        s = value if type(value) is str else str(value)
+        return str.__str__(s)[:limit]
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
+_CONTEXT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def context_of(usage: Any) -> int:
+    """Context level of one model turn: input + cache_read + cache_creation tokens; 0 when missing or malformed."""
+    if not isinstance(usage, dict):
+        return 0
+    total = 0
+    for key in _CONTEXT_KEYS:
+        v = usage.get(key)
+        if type(v) is int:
+            total += v
+        elif type(v) is float and math.isfinite(v):
+            total += int(v)
+    return total
