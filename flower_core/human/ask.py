@@ -1,0 +1,73 @@
+"""Ask: one question put to the human, and the Event that reports it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from flower_core.events import Event
+
+from . import texts
+
+# The states an Ask can be in. "asked" is the only waiting one; the rest are outcomes. "cancelled"
+# is ours: the waiting coroutine was cancelled (run stopped), so front ends can close the card.
+ASK_STATES = ("asked", "answered", "timeout", "declined", "over_budget", "invalid", "cancelled")
+
+
+@dataclass
+class Ask:
+    """A question to the human. `answer` holds what the human said (a decline's reason too)."""
+
+    id: str
+    question: str
+    options: list[str] = field(default_factory=list)
+    asked_at: float = field(default_factory=time.time)
+    state: str = "asked"
+    answer: str = ""
+    settled_at: float | None = field(default=None, repr=False)
+    # The text the model got back for this question (fixed text, answer, or what was wrong).
+    reply: str = field(default="", repr=False)
+
+    @property
+    def waited_s(self) -> float:
+        """Seconds between asking and the outcome (or now, while waiting), one decimal."""
+        end = self.settled_at if self.settled_at is not None else time.time()
+        return round(max(0.0, end - self.asked_at), 1)
+
+    @property
+    def settled(self) -> bool:
+        return self.state != "asked"
+
+    def event(self, remaining: int = 0) -> Event:
+        return Event(
+            "ask",
+            text=self.question,
+            payload={
+                "id": self.id,
+                "options": list(self.options),
+                "state": self.state,
+                "answer": self.answer,
+                "remaining": remaining,
+                "asked_at": self.asked_at,
+            },
+            raw=self,
+        )
+
+
+def check_question(question: Any, options: Any) -> tuple[str, list[str], str]:
+    """Clean the model's input. Returns (question, options, problem) — problem is "" when valid."""
+    if not isinstance(question, str) or not question.strip():
+        return ("" if not isinstance(question, str) else question.strip()), [], texts.INVALID_EMPTY
+    q = texts.cap(question.strip())
+    bad_options = texts.INVALID_OPTIONS.format(max=texts.MAX_OPTIONS)
+    if options is None:
+        return q, [], ""
+    if not isinstance(options, list | tuple) or len(options) > texts.MAX_OPTIONS:
+        return q, [], bad_options
+    if not all(isinstance(o, str) and o.strip() for o in options):
+        return q, [], bad_options
+    opts = [texts.cap(o.strip(), texts.MAX_OPTION_CHARS) for o in options]
+    if len(set(opts)) != len(opts):
+        return q, [], bad_options
+    return q, opts, ""

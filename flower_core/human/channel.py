@@ -1,0 +1,322 @@
+"""HumanChannel: the model asks a person through an in-process MCP tool; any UI answers from any thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flower_core.events import Event
+
+from . import records, texts
+from .ask import Ask, check_question
+from .mail import Mail
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _release(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class HumanChannel:
+    """Questions and mail between the model and a person.
+
+    Model side: tools ``ask`` (blocks until an outcome) and ``inbox`` (never blocks) on an in-process
+    MCP server named ``human``. UI side: push (``on_event``) or pull (``next_ask``), then
+    ``answer``/``decline``/``send`` from any thread.
+    """
+
+    SERVER_NAME = "human"
+    TOOLS = ("mcp__human__ask", "mcp__human__inbox")
+
+    def __init__(
+        self,
+        *,
+        on_event: Callable[[Event], Any] | None = None,
+        max_asks: int | None = None,
+        timeout_s: float | None = 1800.0,
+        log_path: str | Path | None = None,
+        amend_path: str | Path | None = None,
+        over_budget_text: str = texts.OVER_BUDGET,
+        timeout_text: str = texts.TIMEOUT,
+        declined_text: str = texts.DECLINED,
+    ) -> None:
+        self.on_event = on_event
+        self.max_asks = max_asks
+        self.timeout_s = timeout_s
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.amend_path = Path(amend_path) if amend_path is not None else None
+        self.over_budget_text = over_budget_text
+        self.timeout_text = timeout_text
+        self.declined_text = declined_text
+        self.asks: list[Ask] = []
+        self.mail: list[Mail] = []
+        # Exceptions from on_event callbacks and from writing the log/amend files: kept, never raised.
+        self.ui_errors: list[BaseException] = []
+        # One lock guards all bookkeeping; answer/decline/send arrive from arbitrary threads.
+        self._lock = threading.RLock()
+        self._futures: dict[str, asyncio.Future[None]] = {}
+        self._claimed: set[str] = set()  # asks whose outcome is decided (maybe not yet applied)
+        self._pulled: set[str] = set()
+        self._pull_waiters: list[asyncio.Future[None]] = []
+        self._counted = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ----- names and server -------------------------------------------------------------------------
+
+    @property
+    def tool_name(self) -> str:
+        return self.TOOLS[0]
+
+    @property
+    def inbox_name(self) -> str:
+        return self.TOOLS[1]
+
+    def mcp_servers(self) -> dict[str, Any]:
+        """{"human": config} for ClaudeAgentOptions(mcp_servers=...). A fresh server per call."""
+        from .tools import build_server  # the SDK is only needed once a run is wired
+
+        self._remember_loop()
+        return {self.SERVER_NAME: build_server(self)}
+
+    @property
+    def remaining(self) -> int:
+        """Questions left; -1 when unlimited (max_asks=None)."""
+        if self.max_asks is None:
+            return -1
+        with self._lock:
+            return max(0, self.max_asks - self._counted)
+
+    # ----- model side -------------------------------------------------------------------------------
+
+    async def ask(self, question: str, options: list[str] | None = None) -> str:
+        """Put a question to the human and return the text the model should read. Raises only CancelledError."""
+        return (await self.ask_outcome(question, options)).reply
+
+    async def ask_outcome(self, question: str, options: list[str] | None = None) -> Ask:
+        """Like ask(), but returns the settled Ask (state, answer, reply)."""
+        loop = asyncio.get_running_loop()
+        self._remember_loop()
+        q, opts, problem = check_question(question, options)
+        immediate = ""
+        fut: asyncio.Future[None] | None = None
+        with self._lock:
+            ask = Ask(id=f"q{len(self.asks) + 1}", question=q, options=opts)
+            self.asks.append(ask)
+            if problem:
+                immediate = "invalid"
+            elif self.max_asks is not None and self._counted >= self.max_asks:
+                immediate = "over_budget"
+            else:
+                self._counted += 1
+                if self.timeout_s is not None and self.timeout_s <= 0:
+                    immediate = "timeout"
+            if immediate:
+                self._claimed.add(ask.id)
+            else:
+                fut = loop.create_future()
+                self._futures[ask.id] = fut
+        if fut is None:
+            # Settled without waiting: no "asked" event, never pending.
+            self._finish(ask, immediate, "", reply=problem)
+            return ask
+        self._emit(ask.event(self.remaining))
+        self._wake_pullers()
+        try:
+            await asyncio.wait({fut}, timeout=self.timeout_s)
+        except asyncio.CancelledError:
+            if self._claim(ask.id):
+                self._finish(ask, "cancelled", "")
+            raise
+        if not fut.done() and self._claim(ask.id):
+            self._finish(ask, "timeout", "")
+        else:
+            await fut  # someone claimed it first; their settlement is already scheduled onto this loop
+        return ask
+
+    def take_mail(self) -> list[Mail]:
+        """Hand all queued mail to the model (the inbox tool) and mark it delivered."""
+        self._remember_loop()
+        now = time.time()
+        with self._lock:
+            taken = [m for m in self.mail if m.state == "queued"]
+            for m in taken:
+                m.state, m.delivered_at = "delivered", now
+        for m in taken:
+            self._emit(m.event())
+        return taken
+
+    # ----- UI side ----------------------------------------------------------------------------------
+
+    def pending(self) -> list[Ask]:
+        """Questions still waiting for an answer, oldest first."""
+        with self._lock:
+            return [a for a in self.asks if a.state == "asked" and a.id not in self._claimed]
+
+    async def next_ask(self, timeout: float | None = None) -> Ask | None:
+        """Pull mode: the next pending question not yet pulled; None if none came within `timeout`."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            with self._lock:
+                for a in self.asks:
+                    if a.state == "asked" and a.id not in self._claimed and a.id not in self._pulled:
+                        self._pulled.add(a.id)
+                        return a
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._pull_waiters.append(waiter)
+            left = None if deadline is None else deadline - loop.time()
+            try:
+                if left is not None and left <= 0:
+                    return None
+                await asyncio.wait({waiter}, timeout=left)
+            finally:
+                with self._lock:
+                    if waiter in self._pull_waiters:
+                        self._pull_waiters.remove(waiter)
+            if not waiter.done():
+                return None
+
+    def answer(self, ask_id: str, text: str) -> bool:
+        """Answer a waiting question. False if the id is unknown or the question is no longer waiting."""
+        answer = texts.cap(str(text).strip())
+        return self._settle_from_anywhere(ask_id, "answered", answer)
+
+    def decline(self, ask_id: str, reason: str = "") -> bool:
+        """Refuse a waiting question; the model decides on its own. False if it is no longer waiting."""
+        return self._settle_from_anywhere(ask_id, "declined", texts.cap(str(reason).strip()))
+
+    def send(self, text: str) -> Mail | None:
+        """The human speaks up: queue mail for the inbox tool and append it to amend_path. None if empty."""
+        if not isinstance(text, str) or not text.strip():
+            return None
+        body = texts.cap(text.strip())
+        amended = self.amend(body)  # before queueing, so the delivered event reports it too
+        with self._lock:
+            mail = Mail(id=f"m{len(self.mail) + 1}", text=body, amended=amended)
+            self.mail.append(mail)
+            event = mail.event()
+        self._emit_on_loop(event)
+        return mail
+
+    def amend(self, text: str, *, label: str = texts.AMEND_LABEL) -> bool:
+        """Append text under a dated heading to amend_path. True only if it was written."""
+        if self.amend_path is None or not text.strip():
+            return False
+        try:
+            records.append(self.amend_path, records.amend_entry(text.strip(), label, time.time()))
+        except OSError as exc:
+            self.ui_errors.append(exc)
+            return False
+        return True
+
+    def pending_mail(self) -> list[Mail]:
+        with self._lock:
+            return [m for m in self.mail if m.state == "queued"]
+
+    def transcript(self) -> str:
+        with self._lock:
+            asks = list(self.asks)
+        return records.transcript(asks)
+
+    # ----- internals --------------------------------------------------------------------------------
+
+    def _remember_loop(self) -> None:
+        loop = _running_loop()
+        if loop is not None:
+            self._loop = loop
+
+    def _claim(self, ask_id: str) -> bool:
+        """Decide an outcome exactly once: the first caller wins, every later one gets False."""
+        with self._lock:
+            if ask_id in self._claimed or ask_id not in self._futures:
+                return False
+            self._claimed.add(ask_id)
+            return True
+
+    def _settle_from_anywhere(self, ask_id: str, state: str, answer: str) -> bool:
+        with self._lock:
+            if not self._claim(ask_id):
+                return False
+            fut = self._futures[ask_id]
+            ask = next(a for a in self.asks if a.id == ask_id)
+        loop = fut.get_loop()
+        if _running_loop() is loop:
+            self._finish(ask, state, answer)
+            return True
+        try:
+            loop.call_soon_threadsafe(self._finish, ask, state, answer)
+        except RuntimeError:  # the loop is closed: nobody waits any more, but keep the record right
+            self._finish(ask, state, answer)
+        return True
+
+    def _reply_for(self, ask: Ask, state: str, answer: str) -> str:
+        if state == "answered":
+            return answer or texts.EMPTY_ANSWER
+        if state == "declined":
+            return self.declined_text + (f"\n{texts.DECLINE_REASON}{answer}" if answer else "")
+        if state == "over_budget":
+            return self.over_budget_text
+        return self.timeout_text  # timeout and cancelled
+
+    def _finish(self, ask: Ask, state: str, answer: str, reply: str = "") -> None:
+        """Apply an outcome (on the ask's loop thread): record it, release the waiter, log, emit."""
+        with self._lock:
+            ask.state, ask.answer, ask.settled_at = state, answer, time.time()
+            ask.reply = reply or self._reply_for(ask, state, answer)
+            fut = self._futures.pop(ask.id, None)
+        if fut is not None:
+            try:
+                _release(fut)
+            except RuntimeError:  # its loop is closed
+                pass
+        if self.log_path is not None:
+            try:
+                records.append(self.log_path, records.ask_entry(ask) + "\n")
+            except OSError as exc:
+                self.ui_errors.append(exc)
+        self._emit(ask.event(self.remaining))
+
+    def _wake_pullers(self) -> None:
+        with self._lock:
+            waiters, self._pull_waiters = self._pull_waiters, []
+        here = _running_loop()
+        for w in waiters:
+            loop = w.get_loop()
+            if loop is here:
+                _release(w)
+            else:
+                try:
+                    loop.call_soon_threadsafe(_release, w)
+                except RuntimeError:
+                    pass
+
+    def _emit(self, event: Event) -> None:
+        callback = self.on_event
+        if callback is None:
+            return
+        try:
+            callback(event)
+        except Exception as exc:  # a UI bug must never reach the run
+            self.ui_errors.append(exc)
+
+    def _emit_on_loop(self, event: Event) -> None:
+        """Emit on the run's loop thread when called from elsewhere (on_event is loop-thread only)."""
+        loop = self._loop
+        if loop is None or not loop.is_running() or _running_loop() is loop:
+            self._emit(event)
+            return
+        try:
+            loop.call_soon_threadsafe(self._emit, event)
+        except RuntimeError:
+            self._emit(event)
