@@ -1,0 +1,243 @@
+"""SQLiteSessionStore: the SDK's SessionStore protocol on one SQLite file.
+
+The CLI mirrors every transcript line here (``ClaudeAgentOptions(session_store=...)``); on
+``resume`` the SDK loads the session back from the store into a temporary config dir, so a session
+survives a new process, a new machine user, or a wiped ``CLAUDE_CONFIG_DIR``.
+
+Concurrency: one connection per store, used under a lock (the SDK calls from the event loop; the
+Runtime may call the sync helpers from other threads). WAL journaling plus ``BEGIN IMMEDIATE`` per
+write lets several processes share the file (two Runtimes on one run_dir). Calls are short local
+writes, so they run inline rather than hopping to a thread pool, which also keeps call order.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from claude_agent_sdk import SessionStore, fold_session_summary
+from claude_agent_sdk.types import (
+    SessionKey,
+    SessionListSubkeysKey,
+    SessionStoreEntry,
+    SessionStoreListEntry,
+    SessionSummaryEntry,
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    subpath TEXT NOT NULL DEFAULT '',
+    uuid TEXT,
+    data TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_uuid ON entries(project_key, session_id, subpath, uuid);
+CREATE INDEX IF NOT EXISTS entries_key ON entries(project_key, session_id, subpath, seq);
+CREATE TABLE IF NOT EXISTS transcripts (
+    project_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    subpath TEXT NOT NULL DEFAULT '',
+    mtime INTEGER NOT NULL,
+    PRIMARY KEY (project_key, session_id, subpath)
+);
+CREATE INDEX IF NOT EXISTS transcripts_session ON transcripts(session_id);
+CREATE TABLE IF NOT EXISTS summaries (
+    project_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    mtime INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (project_key, session_id)
+);
+"""
+
+
+def _usage_context(usage: Any) -> int:
+    """What the model saw on a turn: fresh input plus both cache counters (input alone underestimates)."""
+    if not isinstance(usage, dict):
+        return 0
+    keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    return sum(int(usage.get(k) or 0) for k in keys)
+
+
+class SQLiteSessionStore(SessionStore):
+    """Transcript mirror in SQLite. Passes ``claude_agent_sdk.testing.run_session_store_conformance``.
+
+    Entries with a ``uuid`` are idempotent per transcript; a batch that is entirely a replay does not
+    advance ``mtime`` nor refold the summary. Only main transcripts (no ``subpath``) feed summaries.
+    """
+
+    def __init__(self, path: str | Path, *, timeout_s: float = 30.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._last_mtime = 0
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE) so writers queue up politely.
+        self._conn: sqlite3.Connection | None = sqlite3.connect(
+            str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        with self._write() as db:
+            # executescript() would commit on its own; run the statements inside our transaction.
+            for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
+                db.execute(statement)
+
+    # -- plumbing -----------------------------------------------------------------------------
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("SQLiteSessionStore is closed")
+        return self._conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def _next_mtime(self, db: sqlite3.Connection) -> int:
+        """Storage write time in epoch ms, strictly increasing even across processes sharing the file."""
+        now = int(time.time() * 1000)
+        row = db.execute("SELECT MAX(mtime) FROM transcripts").fetchone()
+        floor = max(self._last_mtime, int(row[0] or 0))
+        self._last_mtime = now if now > floor else floor + 1
+        return self._last_mtime
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SQLiteSessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- SessionStore protocol ------------------------------------------------------------------
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        if not entries:
+            return
+        pk, sid, sub = key["project_key"], key["session_id"], key.get("subpath") or ""
+        with self._write() as db:
+            fresh: list[SessionStoreEntry] = []
+            for entry in entries:
+                uuid = entry.get("uuid")
+                cur = db.execute(
+                    "INSERT OR IGNORE INTO entries(project_key, session_id, subpath, uuid, data) VALUES (?,?,?,?,?)",
+                    (pk, sid, sub, uuid if isinstance(uuid, str) else None,
+                     json.dumps(entry, ensure_ascii=False, separators=(",", ":"))))
+                if cur.rowcount:
+                    fresh.append(entry)
+            if not fresh:
+                return  # a full replay: nothing changed, so neither mtime nor the summary moves
+            mtime = self._next_mtime(db)
+            db.execute("INSERT INTO transcripts(project_key, session_id, subpath, mtime) VALUES (?,?,?,?) "
+                       "ON CONFLICT(project_key, session_id, subpath) DO UPDATE SET mtime=excluded.mtime",
+                       (pk, sid, sub, mtime))
+            if sub:
+                return
+            row = db.execute("SELECT mtime, data FROM summaries WHERE project_key=? AND session_id=?",
+                             (pk, sid)).fetchone()
+            prev = (cast(SessionSummaryEntry, {"session_id": sid, "mtime": row[0], "data": json.loads(row[1])})
+                    if row else None)
+            folded = fold_session_summary(prev, key, fresh)
+            db.execute("INSERT INTO summaries(project_key, session_id, mtime, data) VALUES (?,?,?,?) "
+                       "ON CONFLICT(project_key, session_id) DO UPDATE SET mtime=excluded.mtime, data=excluded.data",
+                       (pk, sid, mtime, json.dumps(folded["data"], ensure_ascii=False)))
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        pk, sid, sub = key["project_key"], key["session_id"], key.get("subpath") or ""
+        with self._lock:
+            known = self._db.execute("SELECT 1 FROM transcripts WHERE project_key=? AND session_id=? AND subpath=?",
+                                     (pk, sid, sub)).fetchone()
+            if not known:
+                return None
+            rows = self._db.execute("SELECT data FROM entries WHERE project_key=? AND session_id=? AND subpath=? "
+                                    "ORDER BY seq", (pk, sid, sub)).fetchall()
+        return [cast(SessionStoreEntry, json.loads(r[0])) for r in rows]
+
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
+        rows = self._read("SELECT session_id, mtime FROM transcripts WHERE project_key=? AND subpath=''",
+                          (project_key,))
+        return [{"session_id": sid, "mtime": int(mtime)} for sid, mtime in rows]
+
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        rows = self._read("SELECT session_id, mtime, data FROM summaries WHERE project_key=?", (project_key,))
+        return [{"session_id": sid, "mtime": int(mtime), "data": json.loads(data)} for sid, mtime, data in rows]
+
+    async def delete(self, key: SessionKey) -> None:
+        pk, sid, sub = key["project_key"], key["session_id"], key.get("subpath")
+        with self._write() as db:
+            if sub:
+                args: tuple[str, ...] = (pk, sid, sub)
+                db.execute("DELETE FROM entries WHERE project_key=? AND session_id=? AND subpath=?", args)
+                db.execute("DELETE FROM transcripts WHERE project_key=? AND session_id=? AND subpath=?", args)
+                return
+            # A main transcript takes its subagent transcripts and its summary with it: no orphans.
+            for table in ("entries", "transcripts", "summaries"):
+                db.execute(f"DELETE FROM {table} WHERE project_key=? AND session_id=?", (pk, sid))
+
+    async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
+        rows = self._read("SELECT subpath FROM transcripts WHERE project_key=? AND session_id=? AND subpath!='' "
+                          "ORDER BY subpath", (key["project_key"], key["session_id"]))
+        return [r[0] for r in rows]
+
+    # -- synchronous helpers for the Runtime --------------------------------------------------------
+    def projects(self) -> list[str]:
+        """The project keys present (the SDK derives them from cwd; look here rather than guess)."""
+        return [r[0] for r in self._read("SELECT DISTINCT project_key FROM transcripts ORDER BY project_key")]
+
+    def _project_of(self, session_id: str, project_key: str | None) -> str | None:
+        if project_key is not None:
+            rows = self._read("SELECT project_key FROM transcripts WHERE project_key=? AND session_id=? "
+                              "AND subpath=''", (project_key, session_id))
+        else:
+            rows = self._read("SELECT project_key FROM transcripts WHERE session_id=? AND subpath='' "
+                              "ORDER BY mtime DESC LIMIT 1", (session_id,))
+        return rows[0][0] if rows else None
+
+    def has_session(self, session_id: str, *, project_key: str | None = None) -> bool:
+        """Is this session's main transcript stored (under ``project_key``, or under any project)?"""
+        return self._project_of(session_id, project_key) is not None
+
+    def last_context(self, session_id: str, *, project_key: str | None = None, scan: int = 60) -> int:
+        """Context size the model saw on the session's last real turn; 0 when unknown.
+
+        Reads the usage of the newest non-synthetic, main-thread assistant entry among the last
+        ``scan`` entries of the main transcript.
+        """
+        pk = self._project_of(session_id, project_key)
+        if pk is None:
+            return 0
+        rows = self._read("SELECT data FROM entries WHERE project_key=? AND session_id=? AND subpath='' "
+                          "ORDER BY seq DESC LIMIT ?", (pk, session_id, max(1, scan)))
+        for (data,) in rows:
+            entry = json.loads(data)
+            if entry.get("type") != "assistant" or entry.get("isSidechain"):
+                continue
+            message = entry.get("message")
+            if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+                continue
+            size = _usage_context(message.get("usage"))
+            if size:
+                return size
+        return 0
