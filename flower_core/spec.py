@@ -122,6 +122,16 @@ def resolve_env(explicit: Mapping[str, str] | None = None, *,
     return env
 
 
+def ask_tool_timeout_ms(timeout_s: float | None) -> int:
+    """The CLI's per-call MCP timeout must outlast the human's answer window, or it cuts a pending ask.
+
+    None (wait forever) gets a week; a finite window gets five spare minutes for the tool's own work.
+    """
+    if timeout_s is None:
+        return 7 * 24 * 3600 * 1000
+    return int((max(timeout_s, 0.0) + 300.0) * 1000)
+
+
 def has_credentials(env: Mapping[str, str]) -> bool:
     """True when ``env`` gives the CLI a way to authenticate (key, token, cloud provider, or a login file)."""
     if any(env.get(k) for k in _CREDENTIAL_KEYS):
@@ -167,6 +177,8 @@ def build_options(
     merged_env = resolve_env(env)
     merged_env.update(spec.env)
     merged_env.update(spec.compact_env())
+    if spec.channel is not None and "MCP_TOOL_TIMEOUT" not in merged_env:
+        merged_env["MCP_TOOL_TIMEOUT"] = str(ask_tool_timeout_ms(getattr(spec.channel, "timeout_s", None)))
     if spec.permission_mode == "bypassPermissions" and os.geteuid() == 0 and not _sandbox_ok(merged_env):
         raise ValueError("permission_mode='bypassPermissions' as root needs IS_SANDBOX=1 in the environment "
                          "(the CLI refuses otherwise); use 'acceptEdits' with allowed_tools instead")

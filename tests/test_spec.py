@@ -181,3 +181,15 @@ async def test_read_only_role_is_refused_writes_but_reaches_its_channel(double_f
     assert len(denied) == 1 and not (ws / "x.txt").exists()
     assert ch.asked == [{"question": "Colour?", "options": []}]
     assert _texts(msgs)[-1] == "Human: blue"
+
+
+def test_channel_sets_an_mcp_tool_timeout_longer_than_the_answer_window(tmp_path: Path) -> None:
+    from flower_core.human import HumanChannel
+    from flower_core.spec import AgentSpec, ask_tool_timeout_ms, build_options
+
+    ch = HumanChannel(timeout_s=1800.0)
+    opts = build_options(AgentSpec(channel=ch), cwd=tmp_path, env={})
+    assert int(opts.env["MCP_TOOL_TIMEOUT"]) == (1800 + 300) * 1000
+    assert ask_tool_timeout_ms(None) > 24 * 3600 * 1000
+    forever = build_options(AgentSpec(channel=HumanChannel(timeout_s=None)), cwd=tmp_path, env={})
+    assert int(forever.env["MCP_TOOL_TIMEOUT"]) == ask_tool_timeout_ms(None)
