@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from flower_core.normalize import normalize
+    from flower_core.sdk_events import normalize
 
 __all__ = ["EVENT_KINDS", "Event", "EventKind", "context_of", "json_safe", "normalize"]
 
@@ -47,7 +47,7 @@ class Event:
 def __getattr__(name: str) -> Any:
     # normalize lives in its own module (it imports the SDK); re-exported lazily so the import has no cycle.
     if name == "normalize":
-        from flower_core.normalize import normalize
+        from flower_core.sdk_events import normalize
 
         globals()["normalize"] = normalize
         return normalize
