@@ -1,0 +1,73 @@
+"""Who may start, answer, send to and stop runs — decisions with reasons a human can read.
+
+Policies are per channel (use "platform:channel", e.g. "slack:C123", so platforms never collide)
+and live in the state store. No policy means an open channel: anyone may start and answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.state.base import ChannelPolicy, RunRecord, StateStore
+
+__all__ = ["Access", "ChannelPolicy", "Decision"]
+
+_OPEN = ChannelPolicy()
+
+
+@dataclass(frozen=True)
+class Decision:
+    ok: bool
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+class Access:
+    """Access checks over a StateStore. A run's policy is the one stored for its thread's
+    "platform:channel"; `Decision` is truthy when allowed and its reason is fit to show the user."""
+
+    def __init__(self, store: StateStore) -> None:
+        self.store = store
+
+    def policy(self, channel: str) -> ChannelPolicy:
+        return self.store.get_channel_policy(channel) or _OPEN
+
+    @staticmethod
+    def channel_of(run: RunRecord) -> str:
+        return f"{run.thread.platform}:{run.thread.channel}"
+
+    def can_start(self, channel: str, user: str) -> Decision:
+        p = self.policy(channel)
+        if user in p.admins:
+            return Decision(True, "you are an admin of this channel")
+        if p.starters is None:
+            return Decision(True, "anyone may start runs in this channel")
+        if user in p.starters:
+            return Decision(True, "you are allowed to start runs in this channel")
+        return Decision(False, "you are not allowed to start runs in this channel; ask a channel admin")
+
+    def can_answer(self, run: RunRecord, user: str) -> Decision:
+        if user == run.owner:
+            return Decision(True, "you started this run")
+        p = self.policy(self.channel_of(run))
+        if user in p.admins:
+            return Decision(True, "you are an admin of this channel")
+        if p.responders is None:
+            return Decision(True, "anyone in this channel may answer")
+        if user in p.responders:
+            return Decision(True, "you are a responder in this channel")
+        return Decision(False, "only the person who started this run, channel responders and admins may answer")
+
+    def can_send(self, run: RunRecord, user: str) -> Decision:
+        # Mail and interrupts steer the run as much as answers do: same people.
+        d = self.can_answer(run, user)
+        return d if d.ok else Decision(False, d.reason.replace("may answer", "may send messages to this run"))
+
+    def can_stop(self, run: RunRecord, user: str) -> Decision:
+        if user == run.owner:
+            return Decision(True, "you started this run")
+        if user in self.policy(self.channel_of(run)).admins:
+            return Decision(True, "you are an admin of this channel")
+        return Decision(False, "only the person who started this run or a channel admin may stop it")

@@ -1,0 +1,349 @@
+"""One outbox per thread: the only path from the hub's OutMessages to a platform Surface.
+
+`put()` is synchronous and never blocks or raises, so it is safe inside a run's `on_event`. A
+worker task drains the queue in order. While it waits for the rate budget, newer messages pile up
+and are coalesced: a newer version of a queued key replaces the older one in place (status edits
+collapse to the latest), consecutive new prose is merged into one post up to the text limit.
+Text is defused of mass mentions and split at the platform limit; the first chunk carries the
+key, so later edits of that key edit the same platform message(s).
+
+Failure policy: TransientSurfaceError is retried with backoff (honouring retry_after). A
+PermanentSurfaceError drops an ordinary message (reported through on_error, counted in
+stats.dropped) but an `important` one (ask cards, the summary) keeps being retried, for up to
+`important_give_up_s` (10 minutes by default), so it survives anything short of an outage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from adapters.ratelimit import RateBudget
+from adapters.surface import (
+    OutMessage,
+    PlatformLimits,
+    Surface,
+    ThreadRef,
+    TransientSurfaceError,
+)
+from adapters.textsplit import neutralize_mentions, split_text
+
+__all__ = ["MessageIds", "Outbox", "OutboxStats"]
+
+log = logging.getLogger(__name__)
+_CONTINUED = "(continued above)"
+
+
+class MessageIds(Protocol):
+    """The slice of a StateStore the outbox uses to remember key -> platform message id."""
+
+    def save_message(self, thread: ThreadRef, key: str, message_id: str) -> None: ...
+    def get_message(self, thread: ThreadRef, key: str) -> str | None: ...
+
+
+@dataclasses.dataclass
+class OutboxStats:
+    posts: int = 0  # successful surface.post calls
+    updates: int = 0  # successful surface.update calls
+    retries: int = 0  # failed calls that were tried again
+    dropped: int = 0  # logical messages lost: prose overflow, permanent errors, give-ups, put after close
+    coalesced: int = 0  # messages folded into another before sending (same key, or merged prose)
+
+
+class Outbox:
+    def __init__(self, surface: Surface, thread: ThreadRef, *, clock: Callable[[], float] = time.monotonic,
+                 sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep,
+                 limits: PlatformLimits | None = None,
+                 on_error: Callable[[OutMessage, BaseException], object] | None = None,
+                 on_sent: Callable[[OutMessage, str], object] | None = None,
+                 store: MessageIds | None = None, budget: RateBudget | None = None,
+                 max_prose: int = 200, give_up_s: float = 120.0, important_give_up_s: float = 600.0,
+                 backoff_max_s: float = 30.0) -> None:
+        self.surface, self.thread = surface, thread
+        self.limits = limits or surface.limits
+        self.stats = OutboxStats()
+        self._clock, self._sleeper = clock, sleeper
+        self._on_error, self._on_sent, self._store = on_error, on_sent, store
+        self._budget = budget or RateBudget(self.limits, clock)
+        self._max_prose, self._give_up_s, self._important_give_up_s = max_prose, give_up_s, important_give_up_s
+        self._backoff_max_s = backoff_max_s
+        self._pending: list[OutMessage] = []
+        self._ids: dict[str, list[str]] = {}  # key -> platform ids of its chunks, first = the key's message
+        self._absent: set[str] = set()  # keys the store did not know (saves a lookup per wake-up)
+        self._closed = False
+        self._in_transit = 0  # puts handed to the loop from other threads, not yet enqueued
+        self._transit_lock = threading.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._wake = asyncio.Event()
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+
+    # ---- producer side (synchronous, never raises) ----
+    def put(self, msg: OutMessage) -> None:
+        """Queue a message. Never blocks, never raises; from a foreign thread it hops onto the loop."""
+        try:
+            try:
+                running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if self._loop is None:
+                self._loop = running
+            if self._loop is not None and running is not self._loop:
+                with self._transit_lock:
+                    self._in_transit += 1
+                self._loop.call_soon_threadsafe(self._arrive, msg)
+            else:
+                self._enqueue(msg)
+        except Exception as exc:  # a closed loop, a bug: report, never raise into the run
+            self._report(msg, exc)
+
+    def put_threadsafe(self, msg: OutMessage) -> None:
+        """Queue a message from any thread (same as put, which detects foreign threads itself)."""
+        self.put(msg)
+
+    def message_id(self, key: str) -> str | None:
+        """The platform id of the message showing `key`, if it was posted (or known from the store)."""
+        ids = self._known(key)
+        return ids[0] if ids else None
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far (from any thread) has been delivered or given up."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        self._start()
+        while True:
+            await self._idle.wait()
+            if not self._in_transit and not self._pending:
+                return
+            await asyncio.sleep(0)  # a put from another thread is about to land on the loop
+
+    async def close(self, *, drain: bool = True) -> None:
+        """Stop accepting messages; deliver what is queued (drain) or abandon it, then stop the worker."""
+        self._closed = True
+        if not drain:
+            self.stats.dropped += len(self._pending)
+            self._pending.clear()
+            if self._task is not None:
+                self._task.cancel()
+        self._wake.set()
+        if self._task is not None:
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                if not self._task.cancelled():
+                    raise
+        self._idle.set()
+
+    def _arrive(self, msg: OutMessage) -> None:
+        with self._transit_lock:
+            self._in_transit -= 1
+        self._enqueue(msg)
+
+    def _enqueue(self, msg: OutMessage) -> None:
+        if self._closed:
+            self.stats.dropped += 1
+            self._report(msg, RuntimeError("outbox is closed"))
+            return
+        for i, old in enumerate(self._pending):
+            if old.key == msg.key:
+                # Same key still queued: the newer content wins, in the older one's place.
+                self._pending[i] = dataclasses.replace(msg, replace=old.replace and msg.replace,
+                                                       important=old.important or msg.important)
+                self.stats.coalesced += 1
+                break
+        else:
+            self._pending.append(msg)
+            if msg.kind == "prose":
+                self._trim_prose()
+        self._idle.clear()
+        self._wake.set()
+        self._start()
+
+    def _trim_prose(self) -> None:
+        prose = [m for m in self._pending if m.kind == "prose" and not m.important]
+        for victim in prose[: max(0, len(prose) - self._max_prose)]:
+            self._pending.remove(victim)  # oldest first: the newest speech matters most
+            self.stats.dropped += 1
+
+    def _start(self) -> None:
+        if self._task is None and self._loop is not None and not self._loop.is_closed():
+            self._task = self._loop.create_task(self._run(), name=f"outbox {self.thread}")
+
+    # ---- worker side ----
+    async def _run(self) -> None:
+        while True:
+            if not self._pending:
+                self._idle.set()
+                if self._closed:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            self._idle.clear()
+            head = self._pending[0]
+            try:
+                wait = self._budget.bucket("update" if self._is_edit(head) else "post").wait_time()
+                if wait > 0:
+                    await self._sleeper(wait)  # more messages may coalesce meanwhile
+                    continue
+                msg = head = self._take()
+                await self._deliver(msg)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a bug in a surface, the store or here: keep the thread moving
+                if self._pending and self._pending[0] is head:
+                    self._pending.pop(0)
+                self.stats.dropped += 1
+                self._report(head, exc)
+
+    def _known(self, key: str) -> list[str] | None:
+        ids = self._ids.get(key)
+        if ids is None and self._store is not None and key not in self._absent:
+            try:
+                first = self._store.get_message(self.thread, key)
+                if first is not None:
+                    ids = [first]
+                    k = 2
+                    while (more := self._store.get_message(self.thread, f"{key}#{k}")) is not None:
+                        ids.append(more)
+                        k += 1
+                    self._ids[key] = ids
+                else:
+                    self._absent.add(key)  # only this outbox writes this thread's keys
+            except Exception as exc:
+                log.warning("outbox store lookup failed for %s %s: %r", self.thread, key, exc)
+        return ids
+
+    def _is_edit(self, msg: OutMessage) -> bool:
+        return msg.replace and self._known(msg.key) is not None
+
+    def _take(self) -> OutMessage:
+        msg = self._pending.pop(0)
+        if msg.kind != "prose" or msg.title or msg.fields or msg.buttons or self._is_edit(msg):
+            return msg
+        text = neutralize_mentions(msg.text)
+        while self._pending:
+            nxt = self._pending[0]
+            if nxt.kind != "prose" or nxt.title or nxt.fields or nxt.buttons or self._is_edit(nxt):
+                break
+            more = neutralize_mentions(nxt.text)
+            if len(text) + 2 + len(more) > self.limits.text_max:
+                break
+            self._pending.pop(0)
+            text = f"{text}\n\n{more}"
+            msg = dataclasses.replace(msg, important=msg.important or nxt.important)
+            self.stats.coalesced += 1
+        return dataclasses.replace(msg, text=text)
+
+    def _parts(self, msg: OutMessage) -> list[OutMessage]:
+        chunks = split_text(neutralize_mentions(msg.text), self.limits.text_max) or [""]
+        fields = [(neutralize_mentions(k), neutralize_mentions(v)) for k, v in msg.fields]
+        parts = []
+        for k, chunk in enumerate(chunks):
+            first, last = k == 0, k == len(chunks) - 1
+            parts.append(dataclasses.replace(
+                msg, key=msg.key if first else f"{msg.key}#{k + 1}", text=chunk,
+                title=neutralize_mentions(msg.title) if first else "", fields=fields if first else [],
+                buttons=msg.buttons if last else []))  # buttons sit under the end of the text
+        return parts
+
+    async def _deliver(self, msg: OutMessage) -> None:
+        old = (self._known(msg.key) or []) if msg.replace else []
+        parts = self._parts(msg)
+        ids: list[str] = []
+        for k, part in enumerate(parts):
+            mid = await self._call(part, old[k] if k < len(old) else None)
+            if mid is None:  # given up: keep what was sent so far addressable
+                break
+            ids.append(mid)
+        if not ids:
+            return
+        if len(ids) == len(parts):
+            for extra in old[len(parts):]:  # the message shrank: blank the leftover chunks
+                filler = dataclasses.replace(msg, key=f"{msg.key}#x", text=_CONTINUED, title="", fields=[],
+                                             buttons=[], important=False)
+                await self._call(filler, extra)
+            ids.extend(old[len(parts):])
+        self._remember(msg.key, ids)
+        if self._on_sent is not None:
+            try:
+                self._on_sent(msg, ids[0])
+            except Exception as exc:
+                self._report(msg, exc)
+
+    def _remember(self, key: str, ids: list[str]) -> None:
+        self._ids[key] = ids
+        if self._store is not None:
+            try:
+                for k, mid in enumerate(ids):
+                    self._store.save_message(self.thread, key if k == 0 else f"{key}#{k + 1}", mid)
+            except Exception as exc:
+                log.warning("outbox store save failed for %s %s: %r", self.thread, key, exc)
+
+    async def _call(self, part: OutMessage, message_id: str | None) -> str | None:
+        """One post or update, paced and retried; the message id, or None when given up."""
+        started = self._clock()
+        limit = self._important_give_up_s if part.important else self._give_up_s
+        attempt = 0
+        while True:
+            op = "update" if message_id else "post"
+            bucket = self._budget.bucket(op)
+            while (wait := bucket.wait_time()) > 0:
+                await self._sleeper(wait)
+            bucket.take()
+            delay: float | None = None
+            try:
+                if message_id:
+                    await self.surface.update(self.thread, message_id, part)
+                    self.stats.updates += 1
+                    return message_id
+                new_id = await self.surface.post(self.thread, part)
+                self.stats.posts += 1
+                return new_id
+            except asyncio.CancelledError:
+                raise
+            except TransientSurfaceError as exc:
+                error: BaseException = exc
+                if exc.retry_after is not None:
+                    delay = max(0.0, exc.retry_after)
+                    bucket.block_for(delay)
+            except Exception as exc:  # PermanentSurfaceError, or a surface bug treated alike
+                error = exc
+                if message_id:
+                    # The old message is gone or uneditable: show the new content as a fresh post.
+                    log.info("outbox: update of %s failed (%r); posting anew", part.key, exc)
+                    message_id = None
+                    self.stats.retries += 1
+                    continue
+                if not part.important:
+                    self.stats.dropped += 1
+                    self._report(part, exc)
+                    return None
+            if delay is None:
+                delay = min(self._backoff_max_s, 2.0 ** attempt)
+            attempt += 1
+            if self._clock() - started + delay > limit:
+                self.stats.dropped += 1
+                self._report(part, error)
+                return None
+            self.stats.retries += 1
+            await self._sleeper(delay)
+
+    def _report(self, msg: OutMessage, exc: BaseException) -> None:
+        level = logging.ERROR if msg.important else logging.WARNING
+        log.log(level, "outbox %s: message %s (%s) not delivered: %r", self.thread, msg.key, msg.kind, exc)
+        if self._on_error is not None:
+            try:
+                self._on_error(msg, exc)
+            except Exception:
+                log.exception("outbox on_error callback failed")
+

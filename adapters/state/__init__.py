@@ -1,0 +1,16 @@
+"""Bridge state behind one small interface: memory for tests, SQLite (default) for bots."""
+
+from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Receipt, RunRecord, StateStore
+from adapters.state.memory import MemoryStateStore
+from adapters.state.sqlite import SQLiteStateStore
+
+__all__ = [
+    "DEFAULT_DEDUPE_TTL_S",
+    "AskMessage",
+    "ChannelPolicy",
+    "MemoryStateStore",
+    "Receipt",
+    "RunRecord",
+    "SQLiteStateStore",
+    "StateStore",
+]

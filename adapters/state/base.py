@@ -1,0 +1,107 @@
+"""The state store interface: everything the bridge must remember across a restart.
+
+Calls are synchronous and short (local SQLite or memory), so they are safe from the synchronous
+`on_event` path as well as from coroutines. Implementations are thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from adapters.surface import ThreadRef
+
+__all__ = ["DEFAULT_DEDUPE_TTL_S", "AskMessage", "ChannelPolicy", "Receipt", "RunRecord", "StateStore"]
+
+# Slack redelivers events for ~5 minutes; keep dedupe keys for longer than that.
+DEFAULT_DEDUPE_TTL_S = 900.0
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run as the bridge knows it. Status is free text; the hub uses starting/running/waiting/
+    done/failed/stopped. Timestamps are epoch seconds; 0 means "fill in on save"."""
+
+    run_id: str
+    thread: ThreadRef
+    owner: str
+    task: str
+    status: str = "starting"
+    workspace: str = ""
+    run_dir: str = ""
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class AskMessage:
+    """Which platform message shows an ask card, and what it asked."""
+
+    run_id: str
+    ask_id: str
+    message_id: str
+    question: str
+    options: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The message acknowledging a piece of inbox mail, and the mail's state (queued/delivered)."""
+
+    run_id: str
+    mail_id: str
+    message_id: str
+    state: str
+
+
+@dataclass(frozen=True)
+class ChannelPolicy:
+    """Who may do what in a channel. None means anyone; admins may always start, answer and stop."""
+
+    starters: frozenset[str] | None = None
+    responders: frozenset[str] | None = None
+    admins: frozenset[str] = frozenset()
+
+    def __init__(self, starters: set[str] | frozenset[str] | None = None,
+                 responders: set[str] | frozenset[str] | None = None,
+                 admins: set[str] | frozenset[str] = frozenset()) -> None:
+        # Frozen sets so a policy read from the store cannot be mutated behind its back.
+        object.__setattr__(self, "starters", None if starters is None else frozenset(starters))
+        object.__setattr__(self, "responders", None if responders is None else frozenset(responders))
+        object.__setattr__(self, "admins", frozenset(admins))
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    # thread <-> run
+    def bind_thread(self, thread: ThreadRef, run_id: str) -> None: ...
+    def run_for_thread(self, thread: ThreadRef) -> str | None: ...
+    def thread_for_run(self, run_id: str) -> ThreadRef | None: ...
+
+    # runs
+    def save_run(self, run: RunRecord) -> RunRecord: ...
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+    def list_runs(self, status: str | None = None) -> list[RunRecord]: ...
+    def set_run_status(self, run_id: str, status: str) -> bool: ...
+
+    # ask cards
+    def save_ask_message(self, run_id: str, ask_id: str, message_id: str, question: str,
+                         options: list[str]) -> None: ...
+    def get_ask_message(self, run_id: str, ask_id: str) -> AskMessage | None: ...
+
+    # platform message ids by logical key (outbox edits survive a restart)
+    def save_message(self, thread: ThreadRef, key: str, message_id: str) -> None: ...
+    def get_message(self, thread: ThreadRef, key: str) -> str | None: ...
+
+    # inbound dedupe: True if seen within ttl, else record it (atomically)
+    def seen(self, key: str, ttl_s: float = DEFAULT_DEDUPE_TTL_S) -> bool: ...
+
+    # mail receipts
+    def save_receipt(self, run_id: str, mail_id: str, message_id: str, state: str) -> None: ...
+    def get_receipt(self, run_id: str, mail_id: str) -> Receipt | None: ...
+
+    # access
+    def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None: ...
+    def get_channel_policy(self, channel: str) -> ChannelPolicy | None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,113 @@
+"""A StateStore kept in dicts: for tests, the terminal and one-shot runs (nothing survives exit)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+
+from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Receipt, RunRecord
+from adapters.surface import ThreadRef
+
+__all__ = ["MemoryStateStore"]
+
+
+class MemoryStateStore:
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._thread_run: dict[ThreadRef, str] = {}
+        self._run_thread: dict[str, ThreadRef] = {}
+        self._runs: dict[str, RunRecord] = {}
+        self._asks: dict[tuple[str, str], AskMessage] = {}
+        self._messages: dict[tuple[ThreadRef, str], str] = {}
+        self._dedupe: dict[str, float] = {}  # key -> expiry
+        self._receipts: dict[tuple[str, str], Receipt] = {}
+        self._policies: dict[str, ChannelPolicy] = {}
+
+    def bind_thread(self, thread: ThreadRef, run_id: str) -> None:
+        with self._lock:
+            self._thread_run[thread] = run_id
+            self._run_thread[run_id] = thread
+
+    def run_for_thread(self, thread: ThreadRef) -> str | None:
+        with self._lock:
+            return self._thread_run.get(thread)
+
+    def thread_for_run(self, run_id: str) -> ThreadRef | None:
+        with self._lock:
+            return self._run_thread.get(run_id)
+
+    def save_run(self, run: RunRecord) -> RunRecord:
+        now = self._clock()
+        with self._lock:
+            old = self._runs.get(run.run_id)
+            created = run.created_at or (old.created_at if old else now)
+            stored = dataclasses.replace(run, created_at=created, updated_at=run.updated_at or now)
+            self._runs[run.run_id] = stored
+            return stored
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    def list_runs(self, status: str | None = None) -> list[RunRecord]:
+        with self._lock:
+            runs = [r for r in self._runs.values() if status is None or r.status == status]
+        return sorted(runs, key=lambda r: (r.created_at, r.run_id))
+
+    def set_run_status(self, run_id: str, status: str) -> bool:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                return False
+            self._runs[run_id] = dataclasses.replace(run, status=status, updated_at=self._clock())
+            return True
+
+    def save_ask_message(self, run_id: str, ask_id: str, message_id: str, question: str,
+                         options: list[str]) -> None:
+        with self._lock:
+            self._asks[(run_id, ask_id)] = AskMessage(run_id, ask_id, message_id, question, list(options))
+
+    def get_ask_message(self, run_id: str, ask_id: str) -> AskMessage | None:
+        with self._lock:
+            return self._asks.get((run_id, ask_id))
+
+    def save_message(self, thread: ThreadRef, key: str, message_id: str) -> None:
+        with self._lock:
+            self._messages[(thread, key)] = message_id
+
+    def get_message(self, thread: ThreadRef, key: str) -> str | None:
+        with self._lock:
+            return self._messages.get((thread, key))
+
+    def seen(self, key: str, ttl_s: float = DEFAULT_DEDUPE_TTL_S) -> bool:
+        now = self._clock()
+        with self._lock:
+            expiry = self._dedupe.get(key)
+            if expiry is not None and expiry > now:
+                return True
+            self._dedupe[key] = now + ttl_s
+            if len(self._dedupe) > 10_000:  # keep memory flat under a long uptime
+                self._dedupe = {k: e for k, e in self._dedupe.items() if e > now}
+            return False
+
+    def save_receipt(self, run_id: str, mail_id: str, message_id: str, state: str) -> None:
+        with self._lock:
+            self._receipts[(run_id, mail_id)] = Receipt(run_id, mail_id, message_id, state)
+
+    def get_receipt(self, run_id: str, mail_id: str) -> Receipt | None:
+        with self._lock:
+            return self._receipts.get((run_id, mail_id))
+
+    def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None:
+        with self._lock:
+            self._policies[channel] = policy
+
+    def get_channel_policy(self, channel: str) -> ChannelPolicy | None:
+        with self._lock:
+            return self._policies.get(channel)
+
+    def close(self) -> None:
+        pass

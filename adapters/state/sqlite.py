@@ -1,0 +1,192 @@
+"""The default StateStore: one SQLite file in WAL mode, so a restarted bot picks up where it was.
+
+Every method is one short statement (or transaction) under a lock; the connection is shared across
+threads (check_same_thread=False) because answers and events arrive from platform threads too.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Receipt, RunRecord
+from adapters.surface import ThreadRef
+
+__all__ = ["SQLiteStateStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS bindings (
+    run_id TEXT PRIMARY KEY, thread TEXT NOT NULL, bound_at REAL NOT NULL, seq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS bindings_thread ON bindings(thread, seq);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, thread TEXT NOT NULL, owner TEXT NOT NULL, task TEXT NOT NULL,
+    status TEXT NOT NULL, workspace TEXT NOT NULL, run_dir TEXT NOT NULL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
+CREATE TABLE IF NOT EXISTS asks (
+    run_id TEXT NOT NULL, ask_id TEXT NOT NULL, message_id TEXT NOT NULL, question TEXT NOT NULL,
+    options TEXT NOT NULL, PRIMARY KEY (run_id, ask_id));
+CREATE TABLE IF NOT EXISTS messages (
+    thread TEXT NOT NULL, key TEXT NOT NULL, message_id TEXT NOT NULL, PRIMARY KEY (thread, key));
+CREATE TABLE IF NOT EXISTS dedupe (key TEXT PRIMARY KEY, expires REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS dedupe_expires ON dedupe(expires);
+CREATE TABLE IF NOT EXISTS receipts (
+    run_id TEXT NOT NULL, mail_id TEXT NOT NULL, message_id TEXT NOT NULL, state TEXT NOT NULL,
+    PRIMARY KEY (run_id, mail_id));
+CREATE TABLE IF NOT EXISTS policies (channel TEXT PRIMARY KEY, policy TEXT NOT NULL);
+"""
+SCHEMA_VERSION = "1"
+
+
+def _set_or_none(v: list[str] | None) -> frozenset[str] | None:
+    return None if v is None else frozenset(v)
+
+
+class SQLiteStateStore:
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._clock = clock
+        self._lock = threading.Lock()
+        # isolation_level=None: autocommit; multi-statement writes use explicit BEGIN IMMEDIATE.
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=10.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._db.execute("INSERT OR IGNORE INTO meta(name, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        self._writes = 0
+
+    def _one(self, sql: str, args: tuple[object, ...]) -> tuple[Any, ...] | None:
+        with self._lock:
+            row: tuple[Any, ...] | None = self._db.execute(sql, args).fetchone()
+            return row
+
+    def _exec(self, sql: str, args: tuple[object, ...]) -> int:
+        with self._lock:
+            return self._db.execute(sql, args).rowcount
+
+    # thread <-> run
+    def bind_thread(self, thread: ThreadRef, run_id: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO bindings(run_id, thread, bound_at, seq) VALUES (?, ?, ?,"
+                " (SELECT COALESCE(MAX(seq), 0) + 1 FROM bindings))"
+                " ON CONFLICT(run_id) DO UPDATE SET thread=excluded.thread, bound_at=excluded.bound_at,"
+                " seq=excluded.seq", (run_id, str(thread), self._clock()))
+
+    def run_for_thread(self, thread: ThreadRef) -> str | None:
+        row = self._one("SELECT run_id FROM bindings WHERE thread=? ORDER BY seq DESC LIMIT 1", (str(thread),))
+        return None if row is None else str(row[0])
+
+    def thread_for_run(self, run_id: str) -> ThreadRef | None:
+        row = self._one("SELECT thread FROM bindings WHERE run_id=?", (run_id,))
+        return None if row is None else ThreadRef.parse(row[0])
+
+    # runs
+    def save_run(self, run: RunRecord) -> RunRecord:
+        now = self._clock()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                old = self._db.execute("SELECT created_at FROM runs WHERE run_id=?", (run.run_id,)).fetchone()
+                created = run.created_at or (old[0] if old else now)
+                stored = RunRecord(run.run_id, run.thread, run.owner, run.task, run.status, run.workspace,
+                                   run.run_dir, created, run.updated_at or now)
+                self._db.execute(
+                    "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (stored.run_id, str(stored.thread), stored.owner, stored.task, stored.status,
+                     stored.workspace, stored.run_dir, stored.created_at, stored.updated_at))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return stored
+
+    @staticmethod
+    def _run(row: tuple[Any, ...]) -> RunRecord:
+        return RunRecord(row[0], ThreadRef.parse(row[1]), row[2], row[3], row[4], row[5], row[6], row[7], row[8])
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        row = self._one("SELECT * FROM runs WHERE run_id=?", (run_id,))
+        return None if row is None else self._run(row)
+
+    def list_runs(self, status: str | None = None) -> list[RunRecord]:
+        with self._lock:
+            if status is None:
+                rows = self._db.execute("SELECT * FROM runs ORDER BY created_at, run_id").fetchall()
+            else:
+                rows = self._db.execute("SELECT * FROM runs WHERE status=? ORDER BY created_at, run_id",
+                                        (status,)).fetchall()
+        return [self._run(r) for r in rows]
+
+    def set_run_status(self, run_id: str, status: str) -> bool:
+        return self._exec("UPDATE runs SET status=?, updated_at=? WHERE run_id=?",
+                          (status, self._clock(), run_id)) > 0
+
+    # ask cards
+    def save_ask_message(self, run_id: str, ask_id: str, message_id: str, question: str,
+                         options: list[str]) -> None:
+        self._exec("INSERT OR REPLACE INTO asks VALUES (?, ?, ?, ?, ?)",
+                   (run_id, ask_id, message_id, question, json.dumps(list(options))))
+
+    def get_ask_message(self, run_id: str, ask_id: str) -> AskMessage | None:
+        row = self._one("SELECT message_id, question, options FROM asks WHERE run_id=? AND ask_id=?",
+                        (run_id, ask_id))
+        return None if row is None else AskMessage(run_id, ask_id, row[0], row[1], list(json.loads(row[2])))
+
+    # message ids by key
+    def save_message(self, thread: ThreadRef, key: str, message_id: str) -> None:
+        self._exec("INSERT OR REPLACE INTO messages VALUES (?, ?, ?)", (str(thread), key, message_id))
+
+    def get_message(self, thread: ThreadRef, key: str) -> str | None:
+        row = self._one("SELECT message_id FROM messages WHERE thread=? AND key=?", (str(thread), key))
+        return None if row is None else str(row[0])
+
+    # dedupe
+    def seen(self, key: str, ttl_s: float = DEFAULT_DEDUPE_TTL_S) -> bool:
+        now = self._clock()
+        with self._lock:
+            # One statement: inserts a new key or revives an expired one (rowcount 1 = not seen before);
+            # a live key is left alone (rowcount 0 = seen). Atomic across threads and processes.
+            n = self._db.execute(
+                "INSERT INTO dedupe(key, expires) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
+                " SET expires=excluded.expires WHERE dedupe.expires <= ?", (key, now + ttl_s, now)).rowcount
+            self._writes += 1
+            if self._writes % 500 == 0:  # prune now and then so the table stays small
+                self._db.execute("DELETE FROM dedupe WHERE expires <= ?", (now,))
+        return n == 0
+
+    # mail receipts
+    def save_receipt(self, run_id: str, mail_id: str, message_id: str, state: str) -> None:
+        self._exec("INSERT OR REPLACE INTO receipts VALUES (?, ?, ?, ?)", (run_id, mail_id, message_id, state))
+
+    def get_receipt(self, run_id: str, mail_id: str) -> Receipt | None:
+        row = self._one("SELECT message_id, state FROM receipts WHERE run_id=? AND mail_id=?", (run_id, mail_id))
+        return None if row is None else Receipt(run_id, mail_id, row[0], row[1])
+
+    # access
+    def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None:
+        data = {
+            "starters": None if policy.starters is None else sorted(policy.starters),
+            "responders": None if policy.responders is None else sorted(policy.responders),
+            "admins": sorted(policy.admins),
+        }
+        self._exec("INSERT OR REPLACE INTO policies VALUES (?, ?)", (channel, json.dumps(data)))
+
+    def get_channel_policy(self, channel: str) -> ChannelPolicy | None:
+        row = self._one("SELECT policy FROM policies WHERE channel=?", (channel,))
+        if row is None:
+            return None
+        data = json.loads(row[0])
+        return ChannelPolicy(_set_or_none(data["starters"]), _set_or_none(data["responders"]),
+                             frozenset(data["admins"]))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

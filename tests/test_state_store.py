@@ -1,0 +1,174 @@
+"""One suite, both StateStore implementations; SQLite also across a reopen (a bot restart)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.state import ChannelPolicy, MemoryStateStore, RunRecord, SQLiteStateStore, StateStore
+from adapters.surface import ThreadRef
+
+T1 = ThreadRef("slack", "C1", "1700000000.000100")
+T2 = ThreadRef("discord", "42", "99")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[Clock], StateStore]]:
+    opened: list[StateStore] = []
+
+    def factory(clock: Clock) -> StateStore:
+        store: StateStore
+        if request.param == "memory":
+            store = MemoryStateStore(clock=clock)
+        else:
+            store = SQLiteStateStore(tmp_path / "state" / "bridge.db", clock=clock)
+        opened.append(store)
+        return store
+
+    yield factory
+    for s in opened:
+        s.close()
+
+
+def test_is_a_state_store(make: Callable[[Clock], StateStore]) -> None:
+    assert isinstance(make(Clock()), StateStore)
+
+
+def test_thread_bindings(make: Callable[[Clock], StateStore]) -> None:
+    s = make(Clock())
+    assert s.run_for_thread(T1) is None and s.thread_for_run("r1") is None
+    s.bind_thread(T1, "r1")
+    s.bind_thread(T2, "r2")
+    assert s.run_for_thread(T1) == "r1" and s.thread_for_run("r2") == T2
+    s.bind_thread(T1, "r3")  # a new run in the same thread takes it over
+    assert s.run_for_thread(T1) == "r3"
+    assert s.thread_for_run("r1") == T1  # the old run still knows where it lived
+
+
+def test_runs(make: Callable[[Clock], StateStore]) -> None:
+    clock = Clock()
+    s = make(clock)
+    r = s.save_run(RunRecord("r1", T1, "U1", "build a thing", "running", "/w", "/runs/r1"))
+    assert r.created_at == r.updated_at == clock.now
+    assert s.get_run("r1") == r and s.get_run("nope") is None
+    clock.now += 5
+    s.save_run(RunRecord("r2", T2, "U2", "other", "done"))
+    clock.now += 5
+    assert s.set_run_status("r1", "done") is True
+    assert s.set_run_status("ghost", "done") is False
+    r1 = s.get_run("r1")
+    assert r1 is not None and r1.status == "done" and r1.updated_at == clock.now and r1.created_at == r.created_at
+    assert [x.run_id for x in s.list_runs()] == ["r1", "r2"]
+    assert [x.run_id for x in s.list_runs("done")] == ["r1", "r2"]
+    assert s.list_runs("running") == []
+    again = s.save_run(RunRecord("r1", T1, "U1", "build a thing", "running"))  # re-save keeps created_at
+    assert again.created_at == r.created_at
+
+
+def test_asks_messages_receipts(make: Callable[[Clock], StateStore]) -> None:
+    s = make(Clock())
+    s.save_ask_message("r1", "q1", "M1", "Which colour?", ["red", "blue"])
+    s.save_ask_message("r2", "q1", "M9", "Other run, same ask id", [])
+    a = s.get_ask_message("r1", "q1")
+    assert a is not None and (a.message_id, a.question, a.options) == ("M1", "Which colour?", ["red", "blue"])
+    assert s.get_ask_message("r2", "q1").message_id == "M9"  # type: ignore[union-attr]
+    assert s.get_ask_message("r1", "q2") is None
+    s.save_message(T1, "status", "111.1")
+    s.save_message(T1, "status", "111.2")
+    assert s.get_message(T1, "status") == "111.2" and s.get_message(T2, "status") is None
+    s.save_receipt("r1", "m1", "222.1", "queued")
+    s.save_receipt("r1", "m1", "222.1", "delivered")
+    rc = s.get_receipt("r1", "m1")
+    assert rc is not None and rc.state == "delivered" and s.get_receipt("r1", "m2") is None
+
+
+def test_dedupe_with_ttl(make: Callable[[Clock], StateStore]) -> None:
+    clock = Clock()
+    s = make(clock)
+    assert s.seen("ev1") is False
+    assert s.seen("ev1") is True
+    clock.now += 899
+    assert s.seen("ev1") is True
+    clock.now += 2  # default TTL is 900 s
+    assert s.seen("ev1") is False  # expired: recorded afresh
+    assert s.seen("ev1") is True
+    assert s.seen("short", ttl_s=10) is False
+    clock.now += 11
+    assert s.seen("short", ttl_s=10) is False
+
+
+def test_dedupe_is_atomic_across_threads(make: Callable[[Clock], StateStore]) -> None:
+    s = make(Clock())
+    results: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def worker() -> None:
+        barrier.wait()
+        results.extend(s.seen(f"k{i}") for i in range(50))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results.count(False) == 50  # each key admitted exactly once
+
+
+def test_channel_policy(make: Callable[[Clock], StateStore]) -> None:
+    s = make(Clock())
+    assert s.get_channel_policy("slack:C1") is None
+    p = ChannelPolicy(starters={"U1"}, responders=None, admins={"U9"})
+    s.set_channel_policy("slack:C1", p)
+    assert s.get_channel_policy("slack:C1") == p
+    s.set_channel_policy("slack:C1", ChannelPolicy())
+    assert s.get_channel_policy("slack:C1") == ChannelPolicy()
+
+
+def test_sqlite_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "bridge.db"
+    clock = Clock()
+    a = SQLiteStateStore(path, clock=clock)
+    a.bind_thread(T1, "r1")
+    a.save_run(RunRecord("r1", T1, "U1", "task", "waiting"))
+    a.save_ask_message("r1", "q1", "M1", "Q?", ["a", "b"])
+    a.save_message(T1, "status", "S1")
+    a.save_receipt("r1", "m1", "R1", "queued")
+    a.set_channel_policy("slack:C1", ChannelPolicy(responders={"U2"}))
+    assert a.seen("ev1") is False
+    a.close()
+
+    b = SQLiteStateStore(path, clock=clock)
+    assert b.run_for_thread(T1) == "r1" and b.thread_for_run("r1") == T1
+    run = b.get_run("r1")
+    assert run is not None and run.status == "waiting" and run.thread == T1
+    assert b.get_ask_message("r1", "q1").options == ["a", "b"]  # type: ignore[union-attr]
+    assert b.get_message(T1, "status") == "S1"
+    assert b.get_receipt("r1", "m1").message_id == "R1"  # type: ignore[union-attr]
+    assert b.get_channel_policy("slack:C1") == ChannelPolicy(responders={"U2"})
+    assert b.seen("ev1") is True
+    b.close()
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_two_connections_share_dedupe(tmp_path: Path) -> None:
+    # Two processes (here: connections) on one file must not both admit the same event.
+    a, b = SQLiteStateStore(tmp_path / "x.db"), SQLiteStateStore(tmp_path / "x.db")
+    try:
+        assert a.seen("ev") is False
+        assert b.seen("ev") is True
+    finally:
+        a.close()
+        b.close()
