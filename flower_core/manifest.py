@@ -39,9 +39,12 @@ class Manifest:
             self._own = [r for r in self._read() if r.get(RUN_FIELD) == run_id]
 
     @contextmanager
-    def _flock(self) -> Iterator[None]:
+    def _flock(self, wait_s: float | None = None) -> Iterator[None]:
         with open(self.lock_path, "a+") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            if wait_s is None:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            else:
+                _flock_within(fh.fileno(), wait_s)
             try:
                 yield
             finally:
@@ -90,19 +93,25 @@ class Manifest:
             out.extend(self._own)
         return out
 
-    def record(self, row: dict[str, Any], *, index: int | None = None) -> int:
+    def record(self, row: dict[str, Any], *, index: int | None = None, wait_s: float | None = None) -> int:
         """Add ``row`` (or replace this run's row ``index``) and write; returns the row's index.
 
-        The row is copied and stamped with ``run = run_id``.
+        The row is copied and stamped with ``run = run_id``. ``wait_s`` bounds the wait for the locks
+        (TimeoutError past it): a signal handler that interrupted a write in progress must not deadlock.
         """
         stamped = {**row, RUN_FIELD: self.run_id}
-        with self._mutex, self._flock():
-            if index is None:
-                self._own.append(stamped)
-                index = len(self._own) - 1
-            else:
-                self._own[index] = stamped
-            self._write(self._merge(self._read()))
+        if not self._mutex.acquire(timeout=-1 if wait_s is None else wait_s):
+            raise TimeoutError(f"manifest {self.path} is busy")
+        try:
+            with self._flock(wait_s):
+                if index is None:
+                    self._own.append(stamped)
+                    index = len(self._own) - 1
+                else:
+                    self._own[index] = stamped
+                self._write(self._merge(self._read()))
+        finally:
+            self._mutex.release()
         return index
 
     def own_rows(self) -> list[dict[str, Any]]:
@@ -115,3 +124,15 @@ class Manifest:
         with self._mutex, self._flock():
             rows = self._read()
         return rows if run_id is None else [r for r in rows if r.get(RUN_FIELD) == run_id]
+
+
+def _flock_within(fd: int, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise TimeoutError("manifest lock is busy") from None
+            time.sleep(0.01)  # polling a file lock; only used on the bounded rescue path

@@ -7,6 +7,8 @@ import multiprocessing as mp
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from flower_core.manifest import Manifest
 
 ROWS_PER_WRITER = 40
@@ -69,3 +71,15 @@ def test_concurrent_processes_lose_nothing(tmp_path: Path) -> None:
     assert len(rows) == 3 * ROWS_PER_WRITER
     for k in range(3):
         assert [r["step"] for r in rows if r["run"] == f"run{k}"] == [f"run{k}-{i}" for i in range(ROWS_PER_WRITER)]
+
+
+def test_a_bounded_record_gives_up_instead_of_deadlocking(tmp_path: Path) -> None:
+    # rescue() runs in a signal handler that may interrupt a write holding the lock.
+    m = Manifest(tmp_path / "manifest.json", "run-a")
+    assert m._mutex.acquire()
+    try:
+        with pytest.raises(TimeoutError):
+            m.record({"step": "x"}, wait_s=0.05)
+    finally:
+        m._mutex.release()
+    assert m.record({"step": "x"}, wait_s=0.05) == 0

@@ -1,0 +1,10 @@
+"""The runtime: run one agent step to its end (retries, human interrupts, context handoffs)."""
+
+from flower_core.runtime.document import HandoffDoc
+from flower_core.runtime.handoff import HandoffPolicy, default_window, is_overflow
+from flower_core.runtime.resilience import Resilience, classify
+from flower_core.runtime.results import StepResult
+from flower_core.runtime.runtime import Runtime
+
+__all__ = ["HandoffDoc", "HandoffPolicy", "Resilience", "Runtime", "StepResult", "classify", "default_window",
+           "is_overflow"]

@@ -1,0 +1,195 @@
+"""One attempt: one CLI process, one prompt, driven through ClaudeSDKClient until its result.
+
+The attempt normalizes every message, keeps the books the Runtime needs (session id, main-thread
+prose, synthetic errors, context level, cost), and can be asked to stop: ``StopSignal.request``
+makes it send the CLI an interrupt, which ends the turn at the next message boundary with a
+result (measured: ~10 ms while a model request is in flight). Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, SystemMessage
+
+from flower_core.events import Event, normalize
+from flower_core.runtime.handoff import is_overflow
+
+CONNECT_TIMEOUT = 120.0
+INTERRUPT_TIMEOUT = 10.0
+DRAIN_TIMEOUT = 30.0
+DISCONNECT_TIMEOUT = 30.0
+RECENT_CALLS = 12
+
+
+class StopSignal:
+    """Asks a running attempt to stop at the next message boundary. Loop-thread only."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.reason: str | None = None
+
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            self.event.set()
+
+
+@dataclass
+class Outcome:
+    """What one attempt did. ``stopped`` is the reason when the runtime asked it to stop."""
+
+    session_id: str | None = None
+    ok: bool = False
+    error: str | None = None
+    status: int | None = None
+    overflow: bool = False
+    stopped: str | None = None
+    cost_usd: float = 0.0
+    num_turns: int = 0
+    texts: list[str] = field(default_factory=list)
+    synthetic: list[str] = field(default_factory=list)
+    context: int = 0
+    tool_calls: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_CALLS))
+    subtype: str = ""
+    terminal_reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(t.strip() for t in self.texts if t.strip())
+
+
+def _session_of(msg: Any) -> str | None:
+    sid = getattr(msg, "session_id", None)
+    if not sid and isinstance(msg, SystemMessage) and isinstance(msg.data, dict):
+        sid = msg.data.get("session_id")
+    return sid if isinstance(sid, str) and sid else None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:400]}" if text else type(exc).__name__
+
+
+class Attempt:
+    """Drive one CLI process. ``on_events`` sees every normalized batch (it must not raise much:
+    exceptions are swallowed); ``on_session`` is told each new session id the moment it appears."""
+
+    def __init__(self, options: ClaudeAgentOptions, prompt: str, *, signal: StopSignal | None = None,
+                 on_events: Callable[[list[Event]], None] | None = None,
+                 on_session: Callable[[str], None] | None = None,
+                 idle_timeout: float | None = None) -> None:
+        self.options = options
+        self.prompt = prompt
+        self.signal = signal or StopSignal()
+        self.on_events = on_events
+        self.on_session = on_session
+        self.idle_timeout = idle_timeout
+        self.out = Outcome()
+        self._result: ResultMessage | None = None
+
+    async def run(self) -> Outcome:
+        client = ClaudeSDKClient(self.options)
+        try:
+            await asyncio.wait_for(client.connect(), CONNECT_TIMEOUT)
+            await client.query(self.prompt)
+            await self._pump(client)
+        except Exception as exc:
+            self.out.error = self.out.error or _short(exc)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.disconnect(), DISCONNECT_TIMEOUT)
+        self._settle()
+        return self.out
+
+    async def _pump(self, client: ClaudeSDKClient) -> None:
+        consumer = asyncio.create_task(self._consume(client))
+        stopper = asyncio.create_task(self.signal.event.wait())
+        try:
+            done, _ = await asyncio.wait({consumer, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if consumer not in done:
+                self.out.stopped = self.signal.reason
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(client.interrupt(), INTERRUPT_TIMEOUT)
+                try:
+                    await asyncio.wait_for(asyncio.shield(consumer), DRAIN_TIMEOUT)
+                except TimeoutError:
+                    self.out.error = f"the CLI did not stop within {DRAIN_TIMEOUT:.0f}s of an interrupt"
+                    return
+            await consumer
+        finally:
+            for task in (consumer, stopper):
+                task.cancel()
+            await asyncio.gather(consumer, stopper, return_exceptions=True)
+
+    async def _consume(self, client: ClaudeSDKClient) -> None:
+        stream = client.receive_response().__aiter__()
+        while True:
+            try:
+                msg = await asyncio.wait_for(stream.__anext__(), self.idle_timeout)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                self.out.error = f"timeout: no message from the CLI for {self.idle_timeout:.0f}s"
+                return
+            except Exception as exc:
+                self.out.error = _short(exc)
+                return
+            self._take(msg)
+            if isinstance(msg, ResultMessage):
+                return
+
+    def _take(self, msg: Any) -> None:
+        sid = _session_of(msg)
+        if sid and sid != self.out.session_id:
+            self.out.session_id = sid
+            if self.on_session is not None:
+                with contextlib.suppress(Exception):
+                    self.on_session(sid)
+        if isinstance(msg, ResultMessage):
+            self._result = msg
+        events = normalize(msg)
+        for ev in events:
+            main = not ev.payload.get("subagent")
+            if ev.kind == "text" and main:
+                self.out.texts.append(ev.text)
+            elif ev.kind == "error":
+                self.out.synthetic.append(ev.text)
+            elif ev.kind == "tool_call" and main:
+                self.out.tool_calls.append(str(ev))
+            ctx = ev.payload.get("context")
+            if main and isinstance(ctx, int) and ctx > 0:
+                self.out.context = ctx
+        if self.on_events is not None and events:
+            with contextlib.suppress(Exception):
+                self.on_events(events)
+
+    def _settle(self) -> None:
+        """Turn the result message (or its absence) into ok / error / overflow."""
+        out, res = self.out, self._result
+        if res is not None:
+            out.cost_usd = float(res.total_cost_usd or 0.0)
+            out.num_turns = int(res.num_turns or 0)
+            out.subtype = res.subtype
+            out.terminal_reason = res.terminal_reason
+            out.status = res.api_error_status
+            out.session_id = out.session_id or res.session_id
+            if not res.is_error and res.subtype == "success" and out.error is None:
+                out.ok = True
+            elif res.is_error or res.subtype != "success":
+                detail = (res.result or "").strip() or "; ".join(
+                    e for e in (res.errors or []) if not e.startswith("[ede_diagnostic]"))
+                if res.subtype != "success":
+                    detail = f"{res.subtype}: {detail}" if detail else res.subtype
+                out.error = detail or (out.synthetic[-1] if out.synthetic else "the CLI reported an error")
+        elif out.error is None:
+            out.error = "the CLI ended without a result"
+        if out.synthetic and out.error and out.synthetic[-1] not in out.error:
+            out.error = f"{out.error} ({out.synthetic[-1]})"
+        out.overflow = out.terminal_reason == "prompt_too_long" or (
+            not out.ok and is_overflow(out.error, *out.synthetic))

@@ -1,0 +1,302 @@
+"""Runtime: runs one step to its end through retries, human interrupts and handoffs.
+
+Each attempt is one CLI process (``attempt.Attempt``). The loop in ``_drive`` has four exits per
+attempt, checked in this order: context full (hand off to a fresh session), human interrupt
+(resume the same session with the human's words), success, failure (retry when transient).
+Interrupts and handoffs never consume ``max_attempts``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import fields, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions, project_key_for_directory
+
+from flower_core.events import Event
+from flower_core.manifest import Manifest
+from flower_core.runtime.attempt import Attempt, Outcome, StopSignal
+from flower_core.runtime.generation import RunState, write_generation_handoff
+from flower_core.runtime.handoff import (
+    INTERRUPT_NOTE,
+    HandoffPolicy,
+    brake_message,
+    human_addendum,
+    interrupt_prompt,
+)
+from flower_core.runtime.resilience import Resilience, classify
+from flower_core.runtime.results import StepResult
+from flower_core.session_store import SQLiteSessionStore
+from flower_core.spec import AgentSpec, build_options, resolve_env
+
+EventSink = Callable[[Event], None]
+_FORWARD = "forward_subagent_text"
+_OPTION_FIELDS = frozenset(f.name for f in fields(ClaudeAgentOptions))
+
+
+class Runtime:
+    """Holds the workspace, the session store, the manifest and the policies; ``run`` runs a step.
+
+    ``workbench`` is anything with a ``notes`` path (handoff documents land there) or None.
+    ``env`` overlays the host environment for the CLI (credentials otherwise come from
+    ``os.environ``). ``window`` / ``max_generations`` override the handoff policy's.
+    ``on_session`` is called the moment a step obtains a new session id (exceptions swallowed).
+    """
+
+    INTERRUPTED = "interrupted-by-human"
+    HANDOFF_DUE = "context-full-handoff"
+    KILLED = "killed-by-signal"
+    INTERRUPT_NOTE = INTERRUPT_NOTE
+
+    def __init__(self, *, workspace: str | Path, run_dir: str | Path = "runs", workbench: Any = None,
+                 resilience: Resilience | bool = True, handoff: HandoffPolicy | bool = True,
+                 env: Mapping[str, str] | None = None, window: int | None = None,
+                 max_generations: int | None = None, on_session: Callable[[str], None] | None = None) -> None:
+        self.workspace = Path(workspace).expanduser().resolve()
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.run_dir = Path(run_dir).expanduser().resolve()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.workbench = workbench
+        self.resilience = Resilience.coerce(resilience)
+        self.handoff = HandoffPolicy.coerce(handoff, window=window, max_generations=max_generations)
+        self.env: dict[str, str] | None = dict(env) if env is not None else None
+        self.on_session = on_session
+        self.store = SQLiteSessionStore(self.run_dir / "sessions.db")
+        self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        self.manifest = Manifest(self.manifest_path, self.run_id)
+        self.results: list[StepResult] = []
+        self.ui_errors: list[str] = []
+        self._active: list[RunState] = []
+        self._lock = threading.Lock()
+
+    # -- small public surface -----------------------------------------------------------------------
+    @property
+    def manifest_path(self) -> Path:
+        return self.run_dir / "manifest.json"
+
+    @property
+    def project_key(self) -> str:
+        """The store key the SDK derives from the workspace (the agent's cwd)."""
+        return str(project_key_for_directory(str(self.workspace)))
+
+    def has_session(self, session_id: str) -> bool:
+        """Is this session stored under this workspace (so ``resume`` can find it)?"""
+        return bool(session_id) and self.store.has_session(session_id, project_key=self.project_key)
+
+    def context_of(self, session_id: str) -> int:
+        """The context level of a stored session's last turn (0 when unknown)."""
+        return self.store.last_context(session_id, project_key=self.project_key)
+
+    def total_cost(self) -> float:
+        return round(sum(r.cost_usd for r in self.results), 4)
+
+    @property
+    def running(self) -> bool:
+        return bool(self._active)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def interrupt(self, text: str = "") -> bool:
+        """Interrupt the running step(s) from any thread; False when nothing is running.
+
+        Cooperative: the attempt stops at the next message boundary and the same session resumes
+        with ``text`` (empty = a neutral "continue"). Words said while no attempt is in flight are
+        delivered with the next prompt.
+        """
+        with self._lock:
+            states = list(self._active)
+        for state in states:
+            state.add_pending(text)
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nothing left to interrupt
+                state.loop.call_soon_threadsafe(state.poke)
+        return bool(states)
+
+    def rescue(self) -> None:
+        """For signal handlers (sync, small writes): record in-flight steps as killed in the manifest."""
+        with self._lock:
+            states = list(self._active)
+        for state in states:
+            snap = replace(state.result, ended_at=time.time(), ok=False, error=self.KILLED,
+                           errors=list(state.result.errors), retired=list(state.result.retired))
+            state.manifest_index = self._record(snap, state.manifest_index, wait_s=1.0)
+
+    # -- the step loop ------------------------------------------------------------------------------
+    async def run(self, spec: AgentSpec, prompt: str, *, step_name: str | None = None, resume: str | None = None,
+                  fork: bool = False, on_event: EventSink | None = None) -> StepResult:
+        """Run one step to its end; never raises for a failed run (see ``StepResult.ok``/``error``)."""
+        result = StepResult(step=step_name or spec.name, started_at=time.time())
+        env = resolve_env(self.env)
+        window = self.handoff.window_for(spec.model, env)
+        state = RunState(asyncio.get_running_loop(), result, prompt, on_event, window=window,
+                         at=self.handoff.at(window), warn_at=self.handoff.warn_at(window))
+        with self._lock:
+            self._active.append(state)
+        try:
+            await self._drive(spec, prompt, resume, fork, state)
+        except asyncio.CancelledError:
+            result.ok, result.error = False, result.error or "cancelled"
+            raise
+        finally:
+            with self._lock:
+                self._active.remove(state)
+            result.ended_at = time.time()
+            self.results.append(result)
+            self._record(result, state.manifest_index)
+        return result
+
+    async def _drive(self, spec: AgentSpec, prompt: str, resume: str | None, fork: bool, state: RunState) -> None:
+        result = state.result
+        # What a generation starts from: the caller's prompt/session, or after a handoff the document.
+        gen_prompt, gen_resume, gen_fork = prompt, resume, fork
+        cur_prompt: str | None = prompt  # None = "resume after an interrupt": built from the human's words
+        cur_resume, cur_fork = resume, fork
+        while True:
+            state.poked.clear()
+            words = state.take_pending()
+            if cur_prompt is None:
+                cur_prompt = interrupt_prompt(words or "")
+            elif words is not None:
+                cur_prompt = human_addendum(cur_prompt, words)
+            if cur_resume and not cur_fork:
+                state.set_session(cur_resume)
+            try:
+                out = await self._attempt(spec, cur_prompt, cur_resume, cur_fork, state)
+            except (ValueError, TypeError) as exc:  # options that cannot be built: no attempt will help
+                result.error = f"invalid agent options: {exc}"
+                return
+            self._absorb(out, state)
+            sid = out.session_id or state.session
+            cur_fork = False
+            if self.handoff.enabled and sid and not out.ok and (out.stopped == "handoff" or out.overflow):
+                if len(result.retired) >= self.handoff.max_generations:
+                    result.error = brake_message(len(result.retired), state.at, state.window)
+                    return
+                overflow = out.stopped != "handoff"
+                doc = await write_generation_handoff(self, spec, state, sid, overflow=overflow)
+                result.retired.append(sid)
+                state.new_generation()
+                gen_prompt, gen_resume, gen_fork = doc.prompt_block(), None, False
+                cur_prompt, cur_resume = gen_prompt, None
+                continue
+            if out.stopped == "interrupt" or state.has_pending():
+                if not sid:
+                    state.take_pending()
+                    result.error = self.INTERRUPTED
+                    return
+                if not out.ok or (state.peek_pending() or "").strip():
+                    cur_prompt, cur_resume = None, sid
+                    continue
+                state.take_pending()  # an empty interrupt that landed after the turn ended: nothing to say
+            if out.ok:
+                result.ok, result.error = True, None
+                return
+            delay = self._retry(out, state)
+            if delay is None:
+                return
+            await state.wait_poke(delay)  # an interrupt cuts the backoff short
+            if sid:
+                cur_prompt, cur_resume = self.resilience.resume_prompt, sid
+                result.resumed = True
+            else:
+                cur_prompt, cur_resume, cur_fork = gen_prompt, gen_resume, gen_fork
+
+    def _retry(self, out: Outcome, state: RunState) -> float | None:
+        """Book a failed attempt; the backoff (after a "retry" event) when another attempt is due."""
+        result, policy = state.result, self.resilience
+        error = out.error or "unknown failure"
+        result.errors.append(error)
+        result.error = error
+        kind = classify(error, status=out.status)
+        if out.overflow:
+            kind = "permanent"  # handoff is off (or no session): the same prompt cannot fit again
+        if not policy.enabled or result.attempts >= policy.max_attempts or not policy.should_retry(kind):
+            return None
+        delay = policy.delay_for(result.attempts)
+        result.attempts += 1
+        first = (error.splitlines() or [""])[0][:160]
+        line = (f"{result.step}: attempt {result.attempts - 1} failed ({first}); "
+                f"retrying {result.attempts}/{policy.max_attempts} in {delay:.1f}s")
+        self.emit(state, Event("retry", text=line, payload={
+            "step": result.step, "attempt": result.attempts, "max_attempts": policy.max_attempts,
+            "error": error[:500], "kind": kind, "delay_s": round(delay, 2),
+            "session_id": out.session_id or state.session}))
+        return delay
+
+    async def _attempt(self, spec: AgentSpec, prompt: str, resume: str | None, fork: bool, state: RunState,
+                       *, writing: bool = False) -> Outcome:
+        """One attempt. ``writing`` = the handoff-writing round: no budget cap, no UI, no threshold."""
+        effective = spec
+        if _FORWARD in _OPTION_FIELDS and _FORWARD not in spec.extra:  # tagged subagent speech; never in .text
+            effective = replace(effective, extra={**spec.extra, _FORWARD: True})
+        if self.handoff.enabled and spec.compact is None:
+            effective = replace(effective, compact="off")  # two context mechanisms at once hide who did what
+        if writing:
+            effective = replace(effective, max_budget_usd=None)
+        options = build_options(effective, cwd=self.workspace, env=self.env, resume=resume, fork=fork,
+                                session_store=self.store)
+        signal = StopSignal()
+        if not writing:
+            state.signal = signal
+        try:
+            attempt = Attempt(options, prompt, signal=signal,
+                              on_events=None if writing else partial(self._on_events, state),
+                              on_session=None if writing else partial(self._on_session, state),
+                              idle_timeout=self.resilience.idle_timeout)
+            return await attempt.run()
+        finally:
+            if state.signal is signal:
+                state.signal = None
+
+    # -- bookkeeping ----------------------------------------------------------------------------------
+    def _absorb(self, out: Outcome, state: RunState) -> None:
+        result = state.result
+        result.cost_usd += out.cost_usd
+        result.num_turns += out.num_turns
+        for piece in out.texts:
+            result.add_text(piece)
+        if out.session_id:
+            state.set_session(out.session_id)
+
+    def _on_session(self, state: RunState, session_id: str) -> None:
+        if state.set_session(session_id) and self.on_session is not None:
+            try:
+                self.on_session(session_id)
+            except Exception as exc:
+                self.ui_errors.append(f"on_session: {exc!r}")
+
+    def _on_events(self, state: RunState, events: list[Event]) -> None:
+        for ev in events:
+            state.observe(ev)
+            self.emit(state, ev)
+            if self.handoff.enabled and not state.writing:
+                near = state.near_due()
+                if near is not None:
+                    self.emit(state, near)
+                if state.ctx >= state.at and state.session and state.signal is not None:
+                    state.signal.request("handoff")
+
+    def emit(self, state: RunState, ev: Event) -> None:
+        """Deliver an event to the step's sink; a failing sink never breaks the run."""
+        if state.on_event is None:
+            return
+        try:
+            state.on_event(ev)
+        except Exception as exc:
+            self.ui_errors.append(f"on_event: {exc!r}")
+
+    def _record(self, result: StepResult, index: int | None = None, wait_s: float | None = None) -> int | None:
+        """Write (or rewrite row ``index`` of) this run's manifest; returns the row index."""
+        try:
+            return self.manifest.record(result.to_dict(), index=index, wait_s=wait_s)
+        except Exception as exc:  # the books are best effort; the run goes on
+            self.ui_errors.append(f"manifest: {exc!r}")
+            return index
