@@ -1,0 +1,194 @@
+"""starter_flow: a ready-made three-step workflow - clarify -> goal -> work (judged).
+
+1. ``clarify``: the clarifier asks the human through the channel and writes the brief (goal,
+   acceptance criteria, boundaries, unknowns and assumptions) to ``notes/<brief_name>``.
+2. ``goal``: the goal setter turns the brief into a goal and a checklist in ``notes/<goal_name>``.
+3. ``work``: a coordinator delegates to worker subagents; after each round an independent,
+   read-only judge gives a verdict against the goal; a failed verdict is pushed back into the
+   same session, up to ``rounds`` rounds in all.
+
+A frozen brief (or goal) on disk means the step is skipped and the file feeds the next step, so a
+second run in the same place is a *wake*: the new words are appended to the brief, the goal is
+derived again, and the work step hears them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flower_core import roles
+from flower_core.documents import Verdict, brief_missing, goal_complete
+from flower_core.lineage import Lineage
+from flower_core.workbench import Workbench
+from flower_core.workflow import Ctx, Step, StepAbort, Workflow, current_run
+
+CLARIFY, GOAL, WORK = "clarify", "goal", "work"
+WAKE_LABEL = "唤醒时追加"
+
+# The first words of each prompt; the demo scenario routes on them, so change both together.
+CLARIFY_OPENING = "Clarify this request before any work starts."
+GOAL_OPENING = "Turn the brief into a goal with a checklist."
+WORK_OPENING = "Carry out the work described in the brief."
+JUDGE_OPENING = "Judge this round of work against the goal."
+CLARIFY_RESUME = ("Continue the clarification you had not finished - do not start over, and do not ask again what "
+                  "was already answered. Finish by writing the brief to {path}.")
+WORK_RESUME = ("You were cut off in the middle of this work. Check what is already in the workspace and the "
+               "workbench, then continue from where it stopped; do not start over.")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def brief_ready(path: Path) -> bool:
+    text = _read(path)
+    return bool(text.strip()) and not brief_missing(text)
+
+
+class JudgeGate:
+    """The work step's gate: an independent judge run per round; ``verdicts`` keeps every verdict.
+
+    The judge is a fresh session every round (``Runtime.run`` without resume, a ``#`` name that
+    never enters lineage), so it cannot grow lenient with the worker.
+    """
+
+    def __init__(self, spec: Any, goal_path: Path, *, step: str = WORK) -> None:
+        self.spec = spec
+        self.goal_path = goal_path
+        self.step = step
+        self.verdicts: list[Verdict] = []
+
+    async def __call__(self, result: Any, ctx: Ctx) -> bool:
+        try:
+            run = current_run()
+        except LookupError as exc:
+            raise StepAbort("no runtime to run the judge on; refusing to pass unjudged work") from exc
+        goal = _read(self.goal_path) or str(ctx.get(GOAL, "")) or "(no goal file)"
+        prompt = (f"{JUDGE_OPENING}\n\nThe goal ({self.goal_path}):\n{goal.strip()}\n\n"
+                  f"The coordinator's report of this round:\n{(result.text or '(empty)')[:4000]}")
+        n = len(self.verdicts) + 1
+        vr = await run.runtime.run(self.spec, prompt, step_name=f"{self.step}·judge#{n}", on_event=run.on_event)
+        if getattr(vr, "ok", False):
+            verdict = Verdict.parse(vr.text)
+        else:
+            verdict = Verdict(False, [f"the judge could not finish ({getattr(vr, 'error', '') or 'no result'})"])
+        self.verdicts.append(verdict)
+        return verdict.passed
+
+    def feedback(self, result: Any, ctx: Ctx) -> str:
+        return self.verdicts[-1].feedback() if self.verdicts else ""
+
+
+def _reach(spec: Any, wb: Workbench) -> Any:
+    """A desk outside the workspace must be an added directory, or the CLI refuses to write there."""
+    if wb.external and str(wb.root) not in spec.add_dirs:
+        spec.add_dirs.append(str(wb.root))
+    return spec
+
+
+def _clarify_step(channel: Any, wb: Workbench, task: str, *, instructions: str, always_ask: bool) -> Step:
+    brief = wb.brief
+
+    def when(ctx: Ctx) -> bool:
+        if not always_ask and brief_ready(brief):
+            ctx[CLARIFY] = _read(brief)  # skipped, but the next steps still need the brief
+            return False
+        return True
+
+    def gate(result: Any, ctx: Ctx) -> bool:
+        if brief_ready(brief):
+            return True
+        if result.text and not brief_missing(result.text):  # written in the reply instead of the file
+            brief.parent.mkdir(parents=True, exist_ok=True)
+            brief.write_text(result.text.strip() + "\n", encoding="utf-8")
+            return True
+        return False
+
+    prompt = f"{CLARIFY_OPENING}\n\nThe request: {task}\n\nWrite the brief to {wb.show(brief)}."
+    spec = _reach(roles.clarifier(channel, brief_path=wb.show(brief), instructions=instructions), wb)
+    return Step(CLARIFY, spec, prompt,
+                when=when, gate=gate, reduce=lambda r, ctx: _read(brief),
+                resume_prompt=CLARIFY_RESUME.format(path=wb.show(brief)))
+
+
+def _goal_step(channel: Any, wb: Workbench, *, always_set: bool) -> Step:
+    goal = wb.goal
+
+    def when(ctx: Ctx) -> bool:
+        if not always_set and goal_complete(_read(goal)):
+            ctx[GOAL] = _read(goal)
+            return False
+        return True
+
+    def gate(result: Any, ctx: Ctx) -> bool:
+        if goal_complete(_read(goal)):
+            return True
+        if result.text and goal_complete(result.text):
+            goal.parent.mkdir(parents=True, exist_ok=True)
+            goal.write_text(result.text.strip() + "\n", encoding="utf-8")
+            return True
+        return False
+
+    def prompt(ctx: Ctx) -> str:
+        brief = str(ctx.get(CLARIFY) or _read(wb.brief) or "(no brief)").strip()
+        return (f"{GOAL_OPENING}\n\nThe brief ({wb.show(wb.brief)}):\n{brief}\n\n"
+                f"Write the goal to {wb.show(goal)}.")
+
+    return Step(GOAL, _reach(roles.goal_setter(channel, goal_path=wb.show(goal)), wb), prompt, when=when, gate=gate,
+                reduce=lambda r, ctx: _read(goal))
+
+
+def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, goal: bool, rounds: int) -> Step:
+    team = {"worker": roles.worker("Does the hands-on work: reads, writes, runs commands and checks results. "
+                                   "Give it one self-contained piece at a time.", worker_prompt, channel=channel)}
+    spec = _reach(roles.coordinator(team, channel=channel, workbench=wb), wb)
+    said = f"\n\nThe human added on waking: {remark}" if remark else ""
+
+    def prompt(ctx: Ctx) -> str:
+        brief = str(ctx.get(CLARIFY) or _read(wb.brief)).strip()
+        where = f"The brief: {wb.show(wb.brief)}"
+        if goal:
+            where += f"\nThe goal and its checklist: {wb.show(wb.goal)}"
+        return f"{WORK_OPENING}\n\n{where}\n\n{brief}{said}"
+
+    step = Step(WORK, spec, prompt, resume_prompt=(f"{remark}\n\n{WORK_RESUME}" if remark else WORK_RESUME))
+    if goal:
+        gate = JudgeGate(_reach(roles.judge(), wb), wb.goal)
+        step.gate, step.on_reject, step.retries = gate, gate.feedback, max(0, rounds - 1)
+    return step
+
+
+def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path = "runs",
+                 timeout_s: float | None = 1800.0, max_asks: int | None = None, rounds: int = 3,
+                 goal: bool = True, clarify_only: bool = False, new: bool = False, instructions: str = "",
+                 worker_prompt: str = roles.WORKER_PROMPT, home: str | Path | None = None,
+                 brief_name: str = "需求.md", goal_name: str = "目标.md", qa_name: str = "问答记录.md") -> Workflow:
+    """clarify -> goal -> work, with ``wf.workbench`` and ``wf.channel`` ready for the driver.
+
+    ``new=True`` archives the lineage, brief and goal first (into ``notes/archive/<time>/``).
+    Raises ValueError when there is nothing to do: no task and no frozen brief to wake from.
+    """
+    from flower_core.human import HumanChannel  # the channel pulls in the SDK's MCP helpers lazily
+
+    wb = Workbench(workspace, home, brief_name=brief_name, goal_name=goal_name, qa_name=qa_name)
+    wb.refresh()
+    if new:
+        Lineage.open(run_dir, wb.workspace).archive(wb.notes / "archive", extra=[wb.brief, wb.goal])
+    task = task.strip()
+    waking = brief_ready(wb.brief)
+    if not waking and not task:
+        raise ValueError("starter_flow needs a task, e.g. starter_flow('build me X', ...)")
+    channel = HumanChannel(log_path=wb.qa_log, amend_path=wb.brief, max_asks=max_asks, timeout_s=timeout_s)
+    remark = task if waking else ""
+    if remark and remark not in _read(wb.brief):
+        channel.amend(remark, label=WAKE_LABEL)  # the judge and later steps read the brief, not this process
+    steps = [_clarify_step(channel, wb, task, instructions=instructions, always_ask=False)]
+    if not clarify_only:
+        if goal:
+            steps.append(_goal_step(channel, wb, always_set=bool(remark)))
+        steps.append(_work_step(channel, wb, remark, worker_prompt=worker_prompt, goal=goal, rounds=rounds))
+    return Workflow(steps, name="starter", channel=channel, workbench=wb)
