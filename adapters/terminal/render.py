@@ -1,0 +1,247 @@
+"""Render: Event → terminal lines. Swapping the terminal UI means swapping this one class.
+
+Everything the terminal front end prints goes through one Render: the events of the run (as the
+`on_event` sink) and the few lines the input thread and the controller add (receipts, the interrupt
+warning, oracle answers, the final summary). Icons are plain ASCII on purpose: emoji and
+box-drawing glyphs make some terminals fall back to other fonts and misalign.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from typing import TextIO
+
+from flower_core import Event
+
+# SGR styles; used only when colour is on, so tests and pipes see plain text.
+_STYLE = {"dim": "2", "bold": "1", "ok": "32", "warn": "33", "error": "31", "ask": "36"}
+
+# Escape sequences and control characters a model or tool might emit (screen clears, cursor moves):
+# swallowed so they cannot repaint the user's terminal. Newlines and tabs stay.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+
+_QUIET_KINDS = frozenset({"thinking", "prompt", "task"})
+# Tool calls whose own events say more: a question prints as a question card.
+_SHOWN_ELSEWHERE = frozenset({"mcp__human__ask"})
+
+
+def clean(text: str) -> str:
+    """Text safe to print: terminal control sequences removed."""
+    return _ESCAPES.sub("", text)
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(clean(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _tool_name(tool: str) -> str:
+    """``mcp__human__inbox`` → ``human.inbox``; built-in names unchanged."""
+    if tool.startswith("mcp__") and "__" in tool[5:]:
+        server, name = tool[5:].split("__", 1)
+        return f"{server}.{name}"
+    return tool
+
+
+def _duration(seconds: float) -> str:
+    s = max(0, int(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class Render:
+    """Event → terminal. The only piece to replace for a different terminal look.
+
+    An instance is the ``on_event`` sink: ``render(ev)`` prints; ``lines(ev)`` returns what would be
+    printed, so the mapping is testable without a terminal. Writing is serialized by a lock because
+    the input thread prints too.
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, color: bool | None = None) -> None:
+        self._stream = stream
+        self._color = color
+        self._lock = threading.Lock()
+        self._shown_asks: set[str] = set()
+        self.ui_errors: list[BaseException] = []
+
+    # -- output -----------------------------------------------------------------------------
+    @property
+    def stream(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stdout
+
+    def _styled(self, text: str, tone: str) -> str:
+        use = self._color
+        if use is None:  # a terminal that can show colour, unless the user opted out (no-color.org)
+            use = (bool(getattr(self.stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+                   and os.environ.get("TERM") != "dumb")
+            self._color = use
+        if not use or tone not in _STYLE:
+            return text
+        return f"\x1b[{_STYLE[tone]}m{text}\x1b[0m"
+
+    def write(self, lines: list[str] | list[tuple[str, str]]) -> None:
+        """Print lines, each a string or (text, tone). Never raises: a broken terminal must not
+        take the run down with it."""
+        if not lines:
+            return
+        try:
+            out = []
+            for item in lines:
+                text, tone = (item, "") if isinstance(item, str) else item
+                out.append(self._styled(text, tone))
+            with self._lock:
+                self.stream.write("\n".join(out) + "\n")
+                self.stream.flush()
+        except Exception as exc:  # the UI is never allowed to break the run
+            self.ui_errors.append(exc)
+
+    def say(self, text: str, tone: str = "") -> None:
+        """One notice from the front end itself (receipts, warnings)."""
+        self.write([(line, tone) for line in text.split("\n")])
+
+    def __call__(self, ev: Event) -> None:
+        """The on_event sink: synchronous, quick, never raises."""
+        try:
+            self.write(self.lines(ev))
+        except Exception as exc:
+            self.ui_errors.append(exc)
+
+    # -- events → lines -----------------------------------------------------------------------
+    def lines(self, ev: Event) -> list[tuple[str, str]]:
+        """The lines (text, tone) one event prints. Unknown kinds get one dim line."""
+        p = ev.payload or {}
+        kind = ev.kind
+        sub = bool(p.get("subagent"))
+        if kind == "step":
+            extra = " (resumed)" if p.get("resumed") else ""
+            title = f"=== {clean(ev.text)} ({p.get('index', '?')}/{p.get('total', '?')}){extra} ==="
+            return [("", ""), (title, "bold")]
+        if kind == "text":
+            return [] if sub or not ev.text.strip() else [(clean(ev.text).rstrip(), "")]
+        if kind == "tool_call":
+            if ev.tool in _SHOWN_ELSEWHERE:
+                return []
+            bar = "  | " if sub else "  "
+            tool, summary = _tool_name(ev.tool), _one_line(ev.text)
+            summary = "" if summary in ("{}", "") else summary
+            return [(f"{bar}[{tool}] {summary}".rstrip(), "dim" if sub else "")]
+        if kind == "tool_result":
+            if not p.get("is_error"):
+                return []
+            return [(f"  x tool failed: {_one_line(ev.text) or '(no text)'}", "error")]
+        if kind == "ask":
+            return self._mail(ev) if p.get("kind") == "mail" else self._ask(ev)
+        if kind == "retry":
+            return [(f"  ~ retry: {_one_line(ev.text)}", "warn")]
+        if kind == "handoff":
+            return self._handoff(ev)
+        if kind == "error":
+            return [(f"  x {_one_line(ev.text, 300)}", "error")]
+        if kind == "reset":
+            return [(f"  # context reset: {_one_line(ev.text) or 'conversation reset'}", "warn")]
+        if kind == "result":
+            cost = p.get("cost_usd")
+            bits = [clean(ev.text) or "result"]
+            if p.get("num_turns") is not None:
+                bits.append(f"{p['num_turns']} turns")
+            if isinstance(cost, int | float):
+                bits.append(f"${cost:.4f}")
+            return [(f"  - {' · '.join(bits)}", "error" if p.get("is_error") else "dim")]
+        if kind == "system":
+            if ev.text == "permission_denied":
+                return [("  ! a tool was refused by the permission settings", "warn")]
+            return []
+        if kind in _QUIET_KINDS:
+            return []
+        # "unknown" and any kind added after this UI was written: one dim line, never a crash.
+        return [(f"  · {kind}: {_one_line(ev.text)}".rstrip(), "dim")]
+
+    def _ask(self, ev: Event) -> list[tuple[str, str]]:
+        p = ev.payload
+        ask_id = str(p.get("id", ""))
+        state = p.get("state", "asked")
+        question = _one_line(ev.text, 500)
+        if state == "asked":
+            self._shown_asks.add(ask_id)
+            options = [str(o) for o in p.get("options") or []]
+            out = [(f"  ? {question}", "ask")]
+            out += [(f"     {i}) {_one_line(o)}", "ask") for i, o in enumerate(options, 1)]
+            how = f"type 1-{len(options)} or your own answer" if options else "type your answer"
+            left = p.get("remaining", -1)
+            quota = f"; {left} more questions allowed" if isinstance(left, int) and left >= 0 else ""
+            out.append((f"     ({how}, then Enter; Enter alone skips{quota})", "dim"))
+            return out
+        seen = ask_id in self._shown_asks
+        about = "" if seen else f" ({question})"
+        answer = _one_line(str(p.get("answer", "")))
+        if state == "answered":
+            return [(f"  + answered: {answer}{about}", "ok")]
+        if state == "timeout":
+            return [(f"  ! nobody answered{about} — it decides on its own and writes the assumption down", "warn")]
+        if state == "declined":
+            return [(f"  . skipped{about} — it decides on its own", "dim")]
+        if state == "over_budget":
+            return [(f"  ! question quota used up, not asked{about}", "warn")]
+        if state == "invalid":
+            return [(f"  x invalid question{about}", "error")]
+        if state == "cancelled":
+            return [(f"  . question withdrawn{about}", "dim")]
+        return [(f"  · ask {state}{about}", "dim")]
+
+    @staticmethod
+    def _mail(ev: Event) -> list[tuple[str, str]]:
+        state = ev.payload.get("state")
+        text = _one_line(ev.text)
+        if state == "queued":
+            return [(f"  + queued: {text} (it reads its inbox at the next checkpoint)", "ok")]
+        if state == "delivered":
+            return [(f"  + delivered: {text}", "ok")]
+        return [(f"  · mail {state}: {text}", "dim")]
+
+    @staticmethod
+    def _handoff(ev: Event) -> list[tuple[str, str]]:
+        p = ev.payload
+        phase = p.get("phase", "")
+        out = [(f"  # handoff/{phase}: {_one_line(ev.text)}", "warn")]
+        if phase == "done":
+            if p.get("path"):
+                out.append((f"  <- handoff document: {clean(str(p['path']))}", ""))
+            if p.get("degraded"):
+                out.append(("  x the handoff document could not be written; a fallback was used", "error"))
+        return out
+
+    # -- front-end lines (not events) -------------------------------------------------------------
+    @staticmethod
+    def hint_lines(*, oracle: bool) -> list[tuple[str, str]]:
+        ask = "; ?question = ask the oracle without disturbing the run" if oracle else ""
+        return [("- type any time: a line is added to its inbox (and the brief)" + ask + ";", "dim"),
+                ("  while a question waits, the line answers it; Ctrl-C interrupts", "dim")]
+
+    @staticmethod
+    def interrupt_lines(pending: int) -> list[tuple[str, str]]:
+        out = [("! Interrupt: a subagent in flight loses its half-done work.", "warn"),
+               ("  What should it hear? Type it and press Enter (Enter alone = don't interrupt; "
+                "Ctrl-C again = quit)", "warn")]
+        if pending:
+            out.append((f"  ({pending} question(s) still waiting; the interrupt does not affect them)", "dim"))
+        return out
+
+    @staticmethod
+    def oracle_lines(question: str, answer: str | None, error: str = "") -> list[tuple[str, str]]:
+        if answer is None:
+            return [(f"# oracle failed ({_one_line(question, 80)}): {_one_line(error)}", "error")]
+        body = [(f"  {clean(line)}", "") for line in (answer.strip() or "(no answer)").split("\n")]
+        return [("# oracle", "bold"), *body, ("  (the run was not disturbed)", "dim")]
+
+    def summary_lines(self, *, failed_at: str | None, cost_usd: float, duration_s: float,
+                      interrupted: bool = False) -> list[tuple[str, str]]:
+        tail = f"cost ${cost_usd:.4f} · {_duration(duration_s)}"
+        if interrupted:
+            return [("", ""), (f"! stopped by you · {tail}", "warn")]
+        if failed_at:
+            return [("", ""), (f"x failed at step '{clean(failed_at)}' · {tail}", "error")]
+        return [("", ""), (f"+ finished · {tail}", "ok")]

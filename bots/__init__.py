@@ -1,0 +1,1 @@
+"""Processes: the `flower` command, the offline demo, and the chat bots."""

@@ -1,0 +1,224 @@
+"""`flower`: the command. Parses arguments, checks credentials, builds the run, hands it to the terminal.
+
+    flower "task" [--timeout S] [--asks N] [--window T] [--no-handoff] [-w DIR] [-r DIR]
+    flower once "prompt" [-t TOOLS] [-i TEXT] [-p MODE] [-b USD] [-w DIR] [-r DIR]
+    flower demo          # offline: a model double plays the model, no API key
+
+Exit codes: 0 finished, 1 a step failed, 2 usage or credentials, 130 stopped with Ctrl-C
+(128+n when ended by signal n, e.g. 143 for SIGTERM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from adapters.terminal import EXIT_INTERRUPTED, Controller, Render
+
+EXIT_USAGE = 2
+COMMANDS = ("go", "once", "demo")
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+
+NO_KEY = """\
+flower: no credentials — a real run needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN for a gateway,
+with ANTHROPIC_BASE_URL pointing at it).
+  Get a key: https://console.anthropic.com/ → Settings → API keys, then
+      export ANTHROPIC_API_KEY=sk-ant-...
+  Try it offline first: `flower demo` (or `make demo`) runs the same machinery against a local
+  model double — no key, no network, no cost."""
+
+
+class UsageError(Exception):
+    """A problem with what was asked for: printed to stderr, exit code 2."""
+
+
+# -- arguments ---------------------------------------------------------------------------------------
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-w", "--workspace", default=".", help="the agent's working directory (default: .)")
+    p.add_argument("-r", "--run-dir", default="runs",
+                   help="session store and manifest, relative to the current directory (default: runs)")
+
+
+def _flow_flags(p: argparse.ArgumentParser, *, timeout: float | None) -> None:
+    p.add_argument("--timeout", type=float, default=timeout, metavar="SECONDS",
+                   help="how long a question waits for you; 0 = unattended, questions settle at once")
+    p.add_argument("--asks", type=int, default=-1, metavar="N",
+                   help="question quota: negative = unlimited (default), 0 = no questions")
+    p.add_argument("--window", type=int, default=None, metavar="TOKENS",
+                   help="the model's context window (default: inferred from the model name)")
+    p.add_argument("--no-handoff", action="store_true", help="no handoff; fall back to the SDK's own compaction")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flower", description="Long-horizon agent runs on the Claude Agent SDK, in your terminal.",
+        epilog='`flower "task"` is short for `flower go "task"`. While it runs: type a line to add to its '
+               "inbox, a number to answer a question, ?question for the oracle, Ctrl-C to interrupt.")
+    sub = parser.add_subparsers(dest="cmd", metavar="{go,once,demo}")
+
+    go = sub.add_parser("go", help="clarify → set goals → work, judged (the default)")
+    go.add_argument("task", nargs="?", default=None, help="what you want done")
+    _flow_flags(go, timeout=1800.0)
+    _common(go)
+
+    once = sub.add_parser("once", help="one agent step, no workflow, no interaction")
+    once.add_argument("prompt")
+    once.add_argument("-t", "--tools", default="Read,Glob,Grep", help="comma-separated allowed tools")
+    once.add_argument("-i", "--instructions", default="", help="appended to Claude Code's system prompt")
+    once.add_argument("-p", "--permission-mode", default="default", choices=PERMISSION_MODES)
+    once.add_argument("-b", "--budget", type=float, default=None, metavar="USD", help="cost cap in dollars")
+    _common(once)
+
+    demo = sub.add_parser("demo", help="the offline demo: a local model double, no API key")
+    _flow_flags(demo, timeout=None)
+    demo.add_argument("-w", "--workspace", default=None, help="default: a fresh temporary directory")
+    demo.add_argument("-r", "--run-dir", default=None, help="default: <workspace>/runs")
+    demo.add_argument("--scenario", default="demo", help=argparse.SUPPRESS)  # tests play their own
+    demo.add_argument("--task", default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def with_default_command(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[str]:
+    """`flower "task"` → `flower go "task"`; a command named after leading flags moves to the front."""
+    args = list(argv)
+    if any(a in ("-h", "--help") for a in args) and not any(a in COMMANDS for a in args):
+        return args
+    takes_value: set[str] = set()
+    for action in _subparsers(parser):
+        for option in action._actions:
+            if option.option_strings and option.nargs != 0:
+                takes_value.update(option.option_strings)
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            break
+        if token.startswith("-") and len(token) > 1:
+            i += 2 if token in takes_value else 1
+            continue
+        if token in COMMANDS:
+            return [token, *args[:i], *args[i + 1:]]
+        break
+    return ["go", *args]
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices.values())
+    return []
+
+
+# -- credentials ---------------------------------------------------------------------------------------
+def has_credentials(environ: Mapping[str, str] | None = None) -> bool:
+    """A key, a gateway token, a gateway URL, a cloud provider switch or a CLI login file."""
+    from flower_core.spec import has_credentials as core_has
+    from flower_core.spec import resolve_env
+
+    env = os.environ if environ is None else environ
+    if any(env.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")):
+        return True
+    return core_has(resolve_env(environ=env))
+
+
+# -- runs ------------------------------------------------------------------------------------------------
+async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: float, max_asks: int | None,
+                      window: int | None, handoff: bool, env: dict[str, str] | None = None,
+                      render: Render | None = None) -> int:
+    """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code."""
+    from flower_core import Oracle, Runtime, starter_flow
+
+    render = render or Render()
+    workspace.mkdir(parents=True, exist_ok=True)
+    try:
+        wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks)
+    except ValueError as exc:  # no task and no earlier brief to wake from
+        raise UsageError('flower: nothing to do here. Give it a task, e.g. flower "add a --json flag to the '
+                         'report", or run it in a workspace with an earlier brief to continue.') from exc
+    if timeout_s > 0 and not (sys.stdin is not None and sys.stdin.isatty()):
+        render.say("! stdin is not a terminal: nobody can answer questions here. Add --timeout 0 to let it "
+                   "decide for itself.", "warn")
+    runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": wf.workbench,
+                                      "handoff": handoff, "env": env}
+    if window:
+        runtime_kwargs["window"] = window
+    rt = Runtime(**runtime_kwargs)
+    oracle = Oracle(workspace=workspace, run_dir=run_dir, workbench=wf.workbench, env=env)
+    try:
+        return await Controller(rt, render, channel=wf.channel, oracle=oracle).drive(wf)
+    finally:
+        oracle.close()
+        rt.close()
+
+
+async def _once(args: argparse.Namespace) -> int:
+    from flower_core import AgentSpec, Runtime
+
+    render = Render()
+    workspace = Path(args.workspace).resolve()
+    workspace.mkdir(parents=True, exist_ok=True)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    spec = AgentSpec(name="ad-hoc", system_prompt=args.instructions, allowed_tools=tools,
+                     permission_mode=args.permission_mode, max_budget_usd=args.budget)
+    rt = Runtime(workspace=workspace, run_dir=Path(args.run_dir))
+    try:
+        result = await rt.run(spec, args.prompt, step_name="ad-hoc", on_event=render)
+    finally:
+        rt.close()
+    if not result.ok and result.error:
+        render.say(f"x {result.error}", "error")
+    render.write(render.summary_lines(failed_at=None if result.ok else "ad-hoc", cost_usd=result.cost_usd,
+                                      duration_s=result.duration_s))
+    return 0 if result.ok else 1
+
+
+def _ask_for_task() -> str:
+    """No task on the command line: ask on a terminal, read one line from a pipe."""
+    if sys.stdin is None:
+        return ""
+    try:
+        if sys.stdin.isatty():
+            print("What do you want done? One sentence is enough; Enter starts (Ctrl-C quits).")
+            return input("> ").strip()
+        return sys.stdin.readline().strip()
+    except (EOFError, KeyboardInterrupt):
+        return ""
+
+
+async def _go(args: argparse.Namespace) -> int:
+    return await run_starter(args.task, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir),
+                             timeout_s=args.timeout, max_asks=None if args.asks < 0 else args.asks,
+                             window=args.window, handoff=not args.no_handoff)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(with_default_command(sys.argv[1:] if argv is None else argv, parser))
+    try:
+        if args.cmd == "demo":
+            from bots.demo import run_demo
+
+            return asyncio.run(run_demo(args))
+        if not has_credentials():
+            print(NO_KEY, file=sys.stderr)
+            return EXIT_USAGE
+        if args.cmd == "once":
+            return asyncio.run(_once(args))
+        if args.task is None:
+            args.task = _ask_for_task()  # empty is fine when this workspace has a brief to wake from
+        return asyncio.run(_go(args))
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\n! stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
