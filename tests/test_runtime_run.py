@@ -143,3 +143,21 @@ async def test_rescue_books_the_step_in_flight(double_factory: Any, cli_home: Pa
         rt.close()
     rows = json.loads(rt.manifest_path.read_text())
     assert r.ok and len(rows) == 1 and rows[0]["ok"] is True  # the finished step replaced the rescue row
+
+
+async def test_a_cancel_after_rescue_keeps_the_killed_mark(double_factory: Any, cli_home: Path,
+                                                           tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Slow.", "delay_s": 5.0}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        task = asyncio.create_task(rt.run(spec(), "take your time", step_name="slow"))
+        await md.wait_for(lambda reqs: any(q.path == "/v1/messages" for q in reqs), timeout=60)
+        rt.rescue()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        rt.close()
+    rows = json.loads(rt.manifest_path.read_text())
+    assert [(row["step"], row["error"], row["ok"]) for row in rows] == [("slow", Runtime.KILLED, False)]
+    assert not any("\x1b" in line for line in rt.results[-1].text.splitlines())

@@ -13,6 +13,7 @@ import contextlib
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
 from functools import partial
@@ -74,6 +75,9 @@ class Runtime:
         self.manifest = Manifest(self.manifest_path, self.run_id)
         self.results: list[StepResult] = []
         self.ui_errors: list[str] = []
+        self._rescued = False
+        # The CLI's stderr is kept here (last lines) instead of leaking escape codes into the user's terminal.
+        self.cli_stderr: deque[str] = deque(maxlen=200)
         self._active: list[RunState] = []
         self._lock = threading.Lock()
 
@@ -122,6 +126,7 @@ class Runtime:
 
     def rescue(self) -> None:
         """For signal handlers (sync, small writes): record in-flight steps as killed in the manifest."""
+        self._rescued = True
         with self._lock:
             states = list(self._active)
         for state in states:
@@ -143,7 +148,8 @@ class Runtime:
         try:
             await self._drive(spec, prompt, resume, fork, state)
         except asyncio.CancelledError:
-            result.ok, result.error = False, result.error or "cancelled"
+            # A rescue() already booked this step as killed; the cancellation that follows must not undo it.
+            result.ok, result.error = False, (self.KILLED if self._rescued else result.error or "cancelled")
             raise
         finally:
             with self._lock:
@@ -242,7 +248,7 @@ class Runtime:
         if writing:
             effective = replace(effective, max_budget_usd=None)
         options = build_options(effective, cwd=self.workspace, env=self.env, resume=resume, fork=fork,
-                                session_store=self.store)
+                                session_store=self.store, stderr=self.cli_stderr.append)
         signal = StopSignal()
         if not writing:
             state.signal = signal
