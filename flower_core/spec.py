@@ -138,8 +138,9 @@ def has_credentials(env: Mapping[str, str]) -> bool:
         return True
     if any(env.get(k, "").lower() in ("1", "true") for k in _PROVIDER_SWITCHES):
         return True
-    config_dir = env.get("CLAUDE_CONFIG_DIR", "")
-    return bool(config_dir) and (Path(config_dir) / ".credentials.json").is_file()
+    # A `claude login` leaves its token in the config dir, which defaults to ~/.claude.
+    config_dir = env.get("CLAUDE_CONFIG_DIR") or str(Path(env.get("HOME") or Path.home()) / ".claude")
+    return (Path(config_dir) / ".credentials.json").is_file()
 
 
 def _sandbox_ok(env: Mapping[str, str]) -> bool:

@@ -113,14 +113,19 @@ def test_invalid_compact_is_rejected_at_construction() -> None:
 
 
 def test_has_credentials(tmp_path: Path) -> None:
-    assert not has_credentials({})
-    assert not has_credentials({"ANTHROPIC_API_KEY": ""})
+    nohome = {"HOME": str(tmp_path / "empty-home")}
+    assert not has_credentials(nohome)
+    assert not has_credentials({**nohome, "ANTHROPIC_API_KEY": ""})
     assert has_credentials({"ANTHROPIC_API_KEY": "k"})
     assert has_credentials({"ANTHROPIC_AUTH_TOKEN": "t"})
     assert has_credentials({"CLAUDE_CODE_USE_BEDROCK": "1"})
     assert not has_credentials({"CLAUDE_CONFIG_DIR": str(tmp_path)})
     (tmp_path / ".credentials.json").write_text("{}")
     assert has_credentials({"CLAUDE_CONFIG_DIR": str(tmp_path)})
+    login = tmp_path / "home" / ".claude"
+    login.mkdir(parents=True)
+    (login / ".credentials.json").write_text("{}")
+    assert has_credentials({"HOME": str(tmp_path / "home")})  # `claude login` without CLAUDE_CONFIG_DIR
 
 
 def test_bypass_as_root_needs_is_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
