@@ -90,6 +90,14 @@ def _reach(spec: Any, wb: Workbench) -> Any:
     return spec
 
 
+def _keep_amendments(channel: Any, brief: Path) -> None:
+    """Mail sent while the brief was being written was appended to a file the agent then overwrote."""
+    text = _read(brief)
+    for mail in list(getattr(channel, "mail", [])):
+        if mail.amended and mail.text.strip() and mail.text.strip() not in text:
+            channel.amend(mail.text)
+
+
 def _clarify_step(channel: Any, wb: Workbench, task: str, *, instructions: str, always_ask: bool) -> Step:
     brief = wb.brief
 
@@ -100,13 +108,13 @@ def _clarify_step(channel: Any, wb: Workbench, task: str, *, instructions: str, 
         return True
 
     def gate(result: Any, ctx: Ctx) -> bool:
-        if brief_ready(brief):
-            return True
-        if result.text and not brief_missing(result.text):  # written in the reply instead of the file
-            brief.parent.mkdir(parents=True, exist_ok=True)
+        if not brief_ready(brief):
+            if not result.text or brief_missing(result.text):
+                return False
+            brief.parent.mkdir(parents=True, exist_ok=True)  # written in the reply instead of the file
             brief.write_text(result.text.strip() + "\n", encoding="utf-8")
-            return True
-        return False
+        _keep_amendments(channel, brief)
+        return True
 
     prompt = f"{CLARIFY_OPENING}\n\nThe request: {task}\n\nWrite the brief to {wb.show(brief)}."
     spec = _reach(roles.clarifier(channel, brief_path=wb.show(brief), instructions=instructions), wb)

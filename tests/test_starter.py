@@ -65,10 +65,13 @@ asyncio.run(main())
 '''
 
 
-async def answer_all(channel: Any, text: str) -> None:
+async def answer_all(channel: Any, text: str, mail: str = "") -> None:
     while True:
         ask = await channel.next_ask()
         if ask is not None:
+            if mail:  # said while the brief is still being written, which later overwrites the file
+                channel.send(mail)
+                mail = ""
             channel.answer(ask.id, text)
 
 
@@ -79,7 +82,7 @@ async def test_starter_flow_plays_the_demo_to_a_pass(double_factory: Any, cli_ho
     assert isinstance(wb, Workbench) and wf.channel.log_path == wb.qa_log and wf.channel.amend_path == wb.brief
     rt = make_runtime(tmp_path, md, cli_home, workbench=wb)
     steps, events = Steps(), Events()
-    answering = asyncio.create_task(answer_all(wf.channel, "Olá"))
+    answering = asyncio.create_task(answer_all(wf.channel, "Olá", mail="also sign it with a flower"))
     try:
         ctx = await wf.run(rt, on_event=events, on_step=steps)
     finally:
@@ -89,6 +92,7 @@ async def test_starter_flow_plays_the_demo_to_a_pass(double_factory: Any, cli_ho
     assert [(n, p["index"], p["total"]) for n, p in events.steps()] == [(CLARIFY, 1, 3), (GOAL, 2, 3), (WORK, 3, 3)]
     assert wf.channel.on_event is events  # wired by run() because it had none
     assert "## Acceptance criteria" in wb.brief.read_text(encoding="utf-8") == ctx[CLARIFY]
+    assert "also sign it with a flower" in ctx[CLARIFY]  # mail during clarify survives the brief's rewrite
     assert "## Checklist" in wb.goal.read_text(encoding="utf-8") == ctx[GOAL]
     qa = wb.qa_log.read_text(encoding="utf-8")
     assert "Which greeting should the note use?" in qa and "Olá" in qa
