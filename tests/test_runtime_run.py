@@ -147,7 +147,7 @@ async def test_rescue_books_the_step_in_flight(double_factory: Any, cli_home: Pa
 
 async def test_a_cancel_after_rescue_keeps_the_killed_mark(double_factory: Any, cli_home: Path,
                                                            tmp_path: Path) -> None:
-    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Slow.", "delay_s": 5.0}]}))
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Slow.", "delay_s": 2.0}]}))
     rt = make_runtime(tmp_path, md, cli_home)
     try:
         task = asyncio.create_task(rt.run(spec(), "take your time", step_name="slow"))
