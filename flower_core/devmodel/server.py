@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ class RecordedRequest:
     turn: int = -1
     served: str = ""
     headers: dict[str, str] = field(default_factory=dict)
+    received_at: float = field(default_factory=time.perf_counter)  # for latency figures in bench/
 
     @property
     def first_user_text(self) -> str:
