@@ -120,3 +120,12 @@ async def test_wait_for_sees_requests_without_sleeping(double_factory: Any, cli_
     task = asyncio.create_task(collect("x", ClaudeAgentOptions(env=md.env(cli_home), cwd=str(tmp_path))))
     await md.wait_for(lambda reqs: any(r.path == "/v1/messages" for r in reqs), timeout=60)
     await task
+
+
+async def test_a_dropped_stream_is_retried_by_the_cli(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Back again.", "fault": {"kind": "drop", "times": 1}}]}))
+    msgs = await collect("go", ClaudeAgentOptions(env=md.env(cli_home, max_retries=2), cwd=str(tmp_path),
+                                                  max_turns=2))
+    assert texts(msgs)[-1] == "Back again."
+    assert [r.served for r in md.model_requests()] == ["fault:drop", "turn"]

@@ -153,7 +153,7 @@ class ModelDouble:
             served = self._faults_served.get(key, 0)
             if fault.times < 0 or served < fault.times:
                 self._faults_served[key] = served + 1
-                rec.served = f"fault:{fault.kind}:{fault.status}"
+                rec.served = f"fault:{fault.kind}:{fault.status}" if fault.kind == "http" else f"fault:{fault.kind}"
                 await self._record(rec)
                 return await self._serve_fault(request, fault, turn)
         rec.served = "turn" if conv is not None and index < len(conv.turns) else "fallback"
