@@ -1,0 +1,323 @@
+"""Hub: the chat-agnostic owner of runs. Platforms forward intents; the hub checks who may act,
+routes to the live run and answers with an IntentResult (refusals also go to the actor alone
+through `Surface.notify`, and change nothing).
+
+Intents: start, answer, decline, send (inbox), interrupt, oracle, stop, status, wake; and
+`handle_action` for button ids from `adapters.ids` (deduplicated on the platform's delivery id,
+and per question: the first click answers, later ones are told it is settled). Restart handling
+(`recover`, waking runs, answers to cards of runs that died with the process) is in wake.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from adapters.access import Access
+from adapters.hub import wake as _wake
+from adapters.hub.pipe import RunPipe
+from adapters.hub.results import IntentResult
+from adapters.hub.runs import LiveRun, RunFactory, RunPlan, default_factory
+from adapters.ids import IdError, decode
+from adapters.outbox import Outbox
+from adapters.ratelimit import RateBudget
+from adapters.state import RunRecord, StateStore
+from adapters.surface import OutMessage, Surface, SurfaceError, ThreadRef
+from adapters.view import RunView, ViewConfig
+from adapters.view import fmt as _fmt
+from flower_core import Oracle, Runtime
+
+log = logging.getLogger(__name__)
+
+INPUT_PROMPTS = {"txt": "Your answer", "int": "What should the agent hear? (empty: just stop and go on)",
+                 "orc": "Your question about the run (the run is not disturbed)"}
+
+
+class Hub:
+    def __init__(self, surfaces: Surface | Iterable[Surface] | Mapping[str, Surface], store: StateStore, *,
+                 root: str | Path = "flower-runs", workspaces: Mapping[str, str | Path] | None = None,
+                 factory: RunFactory | None = None, env: Mapping[str, str] | None = None, max_runs: int = 3,
+                 timeout_s: float | None = 1800.0, max_asks: int | None = None, view: ViewConfig | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep,
+                 runtime_options: Mapping[str, Any] | None = None, oracle: bool = True) -> None:
+        if isinstance(surfaces, Mapping):
+            self.surfaces = dict(surfaces)
+        else:
+            items = [surfaces] if isinstance(surfaces, Surface) else list(surfaces)
+            self.surfaces = {s.name: s for s in items}
+        self.store, self.access = store, Access(store)
+        self.root = Path(root).expanduser().resolve()
+        self.workspaces = {k: Path(v).expanduser().resolve() for k, v in (workspaces or {}).items()}
+        self.factory = factory or default_factory
+        self.env = dict(env) if env is not None else None
+        self.max_runs, self.timeout_s, self.max_asks = max_runs, timeout_s, max_asks
+        self.view_config = view or ViewConfig()
+        self.clock, self.sleeper = clock, sleeper
+        self.runtime_options = dict(runtime_options or {})
+        self.use_oracle = oracle
+        self.live: dict[str, LiveRun] = {}
+        self._budgets: dict[tuple[str, str], RateBudget] = {}
+
+    # ---- intents --------------------------------------------------------------------------------
+    async def start(self, task: str, thread: ThreadRef, user: str) -> IntentResult:
+        channel = f"{thread.platform}:{thread.channel}"
+        if thread.platform not in self.surfaces:
+            return IntentResult(False, f"No surface for platform {thread.platform!r}.")
+        decision = self.access.can_start(channel, user)
+        if not decision:
+            return await self.refuse(thread, user, decision.reason)
+        if not task.strip():
+            return await self.refuse(thread, user, "Say what the run should do, e.g. `start build me a CLI`.")
+        bound = self.store.run_for_thread(thread)
+        if bound in self.live:
+            return await self.refuse(thread, user, f"Run {bound} is already going in this thread; send it a "
+                                     "message or interrupt it instead.", bound)
+        if (full := self._over_limit()) is not None:
+            return await self.refuse(thread, user, full)
+        run_id = "r" + uuid.uuid4().hex[:8]
+        workspace, run_dir = self._places(run_id, channel)
+        if (busy := self._busy(workspace)) is not None:
+            return await self.refuse(thread, user, f"This channel's workspace is busy with run {busy}.", busy)
+        record = self.store.save_run(RunRecord(run_id, thread, user, task.strip(), "starting", str(workspace),
+                                               str(run_dir)))
+        self.store.bind_thread(thread, run_id)
+        try:
+            self.launch(record, waking=False)
+        except Exception as exc:  # the factory refused (bad task, unreadable workspace...)
+            self.store.set_run_status(run_id, "failed")
+            return await self.refuse(thread, user, f"Could not start the run: {exc}", run_id)
+        return IntentResult(True, f"Started run {run_id}.", run_id)
+
+    async def answer(self, run_id: str, card_id: str, text: str, user: str) -> IntentResult:
+        return await self._answer(run_id, card_id, text, user, decline=False)
+
+    async def decline(self, run_id: str, card_id: str, user: str, reason: str = "") -> IntentResult:
+        return await self._answer(run_id, card_id, reason, user, decline=True)
+
+    async def _answer(self, run_id: str, card_id: str, text: str, user: str, *, decline: bool) -> IntentResult:
+        record, refusal = await self._checked(run_id, user, "answer")
+        if record is None:
+            return refusal
+        live = self.live.get(run_id)
+        if live is not None:
+            result = live.answer(card_id, text, user, decline=decline)
+        else:
+            result = await _wake.answer_sleeping(self, record, card_id, text, user, decline=decline)
+        if not result.ok and not result.duplicate:
+            await self.refuse(record.thread, user, result.message, run_id)
+        return result
+
+    async def send(self, run_id: str, text: str, user: str) -> IntentResult:
+        record, refusal = await self._checked(run_id, user, "send")
+        if record is None:
+            return refusal
+        live = self.live.get(run_id)
+        if live is None:
+            return await self.refuse(record.thread, user, self._not_running(record), run_id)
+        return live.send(text, user)
+
+    async def interrupt(self, run_id: str, text: str, user: str) -> IntentResult:
+        record, refusal = await self._checked(run_id, user, "send")
+        if record is None:
+            return refusal
+        live = self.live.get(run_id)
+        if live is None:
+            return await self.refuse(record.thread, user, self._not_running(record), run_id)
+        return live.interrupt(text, user)
+
+    async def oracle(self, run_id: str, question: str, user: str) -> IntentResult:
+        record, refusal = await self._checked(run_id, user, "answer")
+        if record is None:
+            return refusal
+        live = self.live.get(run_id)
+        if live is None:
+            return await self.refuse(record.thread, user, self._not_running(record), run_id)
+        if not question.strip():
+            return await self.refuse(record.thread, user, "Ask the oracle something.", run_id)
+        return live.ask_oracle(question, user)
+
+    async def stop(self, run_id: str, user: str) -> IntentResult:
+        record, refusal = await self._checked(run_id, user, "stop")
+        if record is None:
+            return refusal
+        live = self.live.get(run_id)
+        if live is not None and live.cancel("stopped", user):
+            return IntentResult(True, f"Stopping run {run_id}.", run_id)
+        if record.status == "died":  # asleep since a restart: stopping means "do not wake it"
+            self.store.set_run_status(run_id, "stopped")
+            return IntentResult(True, f"Run {run_id} will not be woken.", run_id)
+        return await self.refuse(record.thread, user, self._not_running(record), run_id)
+
+    async def wake(self, run_id: str, user: str, remark: str = "") -> IntentResult:
+        return await _wake.wake(self, run_id, user, remark)
+
+    async def recover(self) -> list[str]:
+        """After a restart: report the runs that died with the old process; returns their ids."""
+        return await _wake.recover(self)
+
+    def status(self, *, thread: ThreadRef | None = None, run_id: str | None = None) -> IntentResult:
+        if run_id is None and thread is not None:
+            run_id = self.store.run_for_thread(thread)
+        if run_id is not None:
+            live = self.live.get(run_id)
+            if live is not None:
+                c = live.view.status_card
+                return IntentResult(True, f"Run {run_id}: {c.state}, step {c.step_text()}, context "
+                                    f"{c.context_text()}, cost {_fmt.money(c.cost_usd)}", run_id)
+            record = self.store.get_run(run_id)
+            if record is not None:
+                return IntentResult(True, f"Run {run_id}: {record.status} — {_fmt.one_line(record.task, 80)}", run_id)
+            return IntentResult(False, f"No run {run_id}.")
+        if not self.live:
+            return IntentResult(True, f"No runs going (limit {self.max_runs}).")
+        lines = [f"{len(self.live)}/{self.max_runs} runs going:"]
+        lines += [f"- {rid}: {lr.view.status_card.state}, step {lr.view.status_card.step_text()}"
+                  for rid, lr in self.live.items()]
+        return IntentResult(True, "\n".join(lines))
+
+    async def handle_action(self, action_id: str, user: str, *, delivery_id: str | None = None,
+                            text: str | None = None) -> IntentResult:
+        """A button (or a form submitted after one): decode, dedupe, route."""
+        try:
+            action = decode(action_id)
+        except IdError as exc:
+            return IntentResult(False, f"That button is not one of mine ({exc}).")
+        if delivery_id and self.store.seen(f"delivery:{delivery_id}"):
+            return IntentResult(True, "Already handled.", action.run_id, duplicate=True)
+        verb, run_id, card_id = action.verb, action.run_id, action.ask_id
+        if verb in INPUT_PROMPTS and text is None:
+            return IntentResult(True, INPUT_PROMPTS[verb], run_id, needs_input=INPUT_PROMPTS[verb])
+        if verb == "ans":
+            options = self._options(run_id, card_id)
+            if action.option is None or action.option >= len(options):
+                return IntentResult(False, "That option no longer exists.", run_id)
+            return await self.answer(run_id, card_id, options[action.option], user)
+        if verb == "txt":
+            return await self.answer(run_id, card_id, text or "", user)
+        if verb == "dec":
+            return await self.decline(run_id, card_id, user, text or "")
+        if verb == "stop":
+            return await self.stop(run_id, user)
+        if verb == "int":
+            return await self.interrupt(run_id, text or "", user)
+        return await self.oracle(run_id, text or "", user)
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    async def wait(self, run_id: str) -> LiveRun | None:
+        """Wait until a live run has ended and its thread is flushed; the LiveRun (None if not live)."""
+        live = self.live.get(run_id)
+        if live is not None:
+            await live.finished.wait()
+        return live
+
+    async def close(self) -> None:
+        """The bot is going away: live runs stop quietly, their cards stay open and their status
+        stays live in the store, so the next process reports them exactly as after a crash."""
+        runs = list(self.live.values())
+        for live in runs:
+            live.cancel("shutdown")
+        for live in runs:
+            await live.finished.wait()
+
+    def launch(self, record: RunRecord, *, waking: bool, remark: str = "") -> LiveRun:
+        """Build and start the run's pieces (used by start and wake)."""
+        plan = RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
+                       timeout_s=self.timeout_s, max_asks=self.max_asks)
+        workflow = self.factory(plan)
+        runtime = Runtime(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench,
+                          env=self.env, **self.runtime_options)
+        oracle = Oracle(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench,
+                        env=self.env) if self.use_oracle else None
+        view = RunView(record.run_id, record.task, clock=self.clock, config=self.view_config,
+                       epoch=uuid.uuid4().hex[:6])
+        holder: list[LiveRun] = []
+        outbox = self.outbox(record.thread, on_sent=lambda msg, mid: self._sent(holder, msg, mid))
+        observers = [oracle.observe] if oracle is not None else []
+        live = LiveRun(record, workflow, runtime, RunPipe(view, outbox, observers=observers), store=self.store,
+                       oracle=oracle, waking=waking, clock=self.clock, on_end=self._ended)
+        holder.append(live)
+        self.live[record.run_id] = live
+        live.start()
+        return live
+
+    def outbox(self, thread: ThreadRef, *, on_sent: Callable[[OutMessage, str], object] | None = None) -> Outbox:
+        surface = self.surfaces[thread.platform]
+        budget = self._budgets.setdefault((thread.platform, thread.channel), RateBudget(surface.limits, self.clock))
+        return Outbox(surface, thread, clock=self.clock, sleeper=self.sleeper, store=self.store, budget=budget,
+                      on_sent=on_sent)
+
+    async def refuse(self, thread: ThreadRef, user: str, reason: str, run_id: str = "") -> IntentResult:
+        """Tell the actor alone why not; nothing else changes."""
+        surface = self.surfaces.get(thread.platform)
+        if surface is not None:
+            try:
+                await surface.notify(thread, user, reason)
+            except SurfaceError as exc:
+                log.warning("could not notify %s in %s: %r", user, thread, exc)
+        return IntentResult(False, reason, run_id)
+
+    # ---- internals -------------------------------------------------------------------------------
+    async def _checked(self, run_id: str, user: str, what: str) -> tuple[RunRecord | None, IntentResult]:
+        record = self.store.get_run(run_id)
+        if record is None:
+            return None, IntentResult(False, f"No run {run_id}.", run_id)
+        check = {"answer": self.access.can_answer, "send": self.access.can_send, "stop": self.access.can_stop}[what]
+        decision = check(record, user)
+        if not decision:
+            return None, await self.refuse(record.thread, user, decision.reason, run_id)
+        return record, IntentResult(True, "", run_id)
+
+    def _over_limit(self) -> str | None:
+        if len(self.live) < self.max_runs:
+            return None
+        return (f"{len(self.live)} runs are already going (the limit is {self.max_runs}). Try again when one "
+                f"finishes, or stop one: {', '.join(self.live)}.")
+
+    def _busy(self, workspace: Path) -> str | None:
+        return next((rid for rid, lr in self.live.items() if Path(lr.record.workspace) == workspace), None)
+
+    def _places(self, run_id: str, channel: str) -> tuple[Path, Path]:
+        """A workspace of its own per run, or the channel's configured one (its runs then share one
+        run_dir, so a new run there continues the project the way a second `flower` does)."""
+        configured = self.workspaces.get(channel)
+        if configured is not None:
+            return configured, self.root / "channels" / channel.replace(":", "_") / "runs"
+        return self.root / run_id / "workspace", self.root / run_id / "runs"
+
+    @staticmethod
+    def _not_running(record: RunRecord) -> str:
+        if record.status == "died":
+            return f"Run {record.run_id} stopped when the bot restarted; wake it first."
+        return f"Run {record.run_id} is not running ({record.status})."
+
+    def _options(self, run_id: str, card_id: str) -> list[str]:
+        live = self.live.get(run_id)
+        card = live.view.open_card(card_id) if live is not None else None
+        if card is not None:
+            return card.options
+        stored = self.store.get_ask_message(run_id, card_id)
+        return list(stored.options) if stored is not None else []
+
+    def _sent(self, holder: list[LiveRun], msg: OutMessage, message_id: str) -> None:
+        if not holder:
+            return
+        live = holder[0]
+        if msg.kind == "ask":
+            card_id = msg.key.removeprefix("ask:")
+            rec = live.ledger.get(card_id)
+            if rec is not None:
+                self.store.save_ask_message(live.run_id, card_id, message_id, rec.question, rec.options)
+        elif msg.kind == "receipt":
+            mail_id = msg.key.rsplit(":", 1)[-1]
+            self.store.save_receipt(live.run_id, mail_id, message_id,
+                                    "delivered" if msg.text.startswith("📬") else "queued")
+
+    def _ended(self, live: LiveRun) -> None:
+        if self.live.get(live.run_id) is live:
+            del self.live[live.run_id]

@@ -1,0 +1,315 @@
+"""LiveRun: one run in this process — its workflow task, runtime, channel, oracle, view and outbox.
+
+The workflow's events pass through `on_event` (synchronous, never raises): ask events are bound to
+cards first (a question re-asked after a wake lands on its old card, see wake.py), then the pipe
+renders them. Intents arrive as methods returning an `IntentResult`; the hub has already checked
+who may do what.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.hub.ledger import CardLedger, card_gen
+from adapters.hub.pipe import RunPipe
+from adapters.hub.results import IntentResult
+from adapters.state import StateStore
+from adapters.state.base import RunRecord
+from adapters.view import AskCard, Outcome
+from adapters.view import fmt as _fmt
+from flower_core import Event, Workflow, starter_flow
+
+log = logging.getLogger(__name__)
+
+# view state -> the run status kept in the store
+_STORE_STATUS = {"starting": "starting", "running": "running", "interrupted": "running", "waiting": "waiting",
+                 "done": "done", "failed": "failed", "stopped": "stopped", "died": "died"}
+REASKED = "Asked again after the run was woken."
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run factory is given to build the Workflow of a run (or of its wake)."""
+
+    task: str
+    workspace: Path
+    run_dir: Path
+    waking: bool = False
+    remark: str = ""
+    timeout_s: float | None = 1800.0
+    max_asks: int | None = None
+
+
+RunFactory = Callable[[RunPlan], Workflow]
+
+
+def default_factory(plan: RunPlan) -> Workflow:
+    """starter_flow; on a wake, continue from the frozen brief, or from the task if none was frozen."""
+    kw: dict[str, Any] = {"workspace": plan.workspace, "run_dir": plan.run_dir, "timeout_s": plan.timeout_s,
+                          "max_asks": plan.max_asks}
+    if plan.waking:
+        try:
+            return starter_flow(plan.remark, **kw)
+        except ValueError:
+            pass  # nothing frozen yet: the same task again; lineage resumes the step that was cut off
+    return starter_flow(plan.task, **kw)
+
+
+class LiveRun:
+    def __init__(self, record: RunRecord, workflow: Workflow, runtime: Any, pipe: RunPipe, *, store: StateStore,
+                 oracle: Any = None, waking: bool = False, clock: Callable[[], float],
+                 on_end: Callable[[LiveRun], object] | None = None) -> None:
+        self.record, self.run_id = record, record.run_id
+        self.workflow, self.runtime, self.pipe, self.oracle = workflow, runtime, pipe, oracle
+        self.channel = workflow.channel
+        self.view = pipe.view
+        self.store = store
+        self.ledger = CardLedger(record.run_dir)
+        self.waking = waking
+        self.outcome: Outcome | None = None
+        self.finished = asyncio.Event()
+        self._clock, self._on_end = clock, on_end
+        self._started = clock()
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_reason, self._stopped_by = "", ""
+        self._by: dict[str, str] = {}  # card id -> who is settling it
+        self._oracles: set[asyncio.Task[None]] = set()
+        self._oracle_n = 0
+        self._status = record.status
+        self._reused: set[str] = set()
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        if self.channel is not None and getattr(self.channel, "on_event", None) is None:
+            self.channel.on_event = self.on_event
+        self.pipe.start()
+        self.pipe.put([self.view.status_now()])
+        self._task = self._loop.create_task(self._main(), name=f"run {self.run_id}")
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        return self._task
+
+    def cancel(self, reason: str, by: str = "") -> bool:
+        """Stop the run: reason "stopped" (a person) or "shutdown" (the bot is going away)."""
+        if self._task is None or self._task.done():
+            return False
+        self._stop_reason, self._stopped_by = reason, by
+        self._task.cancel()
+        return True
+
+    async def _main(self) -> None:
+        state, failed_at, error, text = "done", "", "", ""
+        try:
+            ctx = await self.workflow.run(self.runtime, on_event=self.on_event, on_step=self.on_step)
+            failed_at = str(ctx.get("_failed_at") or "")
+            results = self.workflow.results
+            if failed_at:
+                state = "failed"
+                failed = results.get(failed_at)
+                error = str(getattr(failed, "error", "") or "the step did not pass")
+                text = str(getattr(failed, "text", "") or "")
+            elif results:
+                text = str(getattr(list(results.values())[-1], "text", "") or "")
+        except asyncio.CancelledError:
+            state = "died" if self._stop_reason == "shutdown" else "stopped"
+        except Exception as exc:  # the workflow itself broke: report it, keep the bot alive
+            log.exception("run %s crashed", self.run_id)
+            state, error = "failed", f"{type(exc).__name__}: {exc}"
+        await self._finish(state, failed_at=failed_at, error=error, text=text)
+
+    async def _finish(self, state: str, *, failed_at: str, error: str, text: str) -> None:
+        try:
+            if self._oracles:
+                await asyncio.gather(*self._oracles, return_exceptions=True)
+            if state == "died":
+                return  # the bot is going away: the next process reports this run (wake.recover)
+            self._settle_old_cards(final=True)
+            cost = float(self.runtime.total_cost() or 0.0) or self.view.status_card.cost_usd
+            self.outcome = Outcome(state, result=text, cost_usd=cost, duration_s=self._clock() - self._started,
+                                   failed_at=failed_at, error=error, by=self._stopped_by,
+                                   steps=len(self.workflow.results))
+            self.pipe.put(self.view.finish(self.outcome))
+            self._set_status(state)
+        finally:
+            for closer in (getattr(self.oracle, "close", None), getattr(self.runtime, "close", None)):
+                if closer is not None:
+                    with contextlib.suppress(Exception):
+                        closer()
+            await self.pipe.close()
+            self.finished.set()
+            if self._on_end is not None:
+                self._on_end(self)
+
+    # ---- events -------------------------------------------------------------------------------
+    def on_event(self, ev: Event) -> None:
+        """The workflow's and the channel's sink. Never blocks, never raises."""
+        try:
+            loop = self._loop
+            if loop is not None and _running_loop() is not loop:
+                loop.call_soon_threadsafe(self.on_event, ev)
+                return
+            p = ev.payload if isinstance(ev.payload, dict) else {}
+            if ev.kind == "step" and p.get("reused"):
+                self._reused.add(ev.text)
+            if ev.kind == "ask" and p.get("kind") != "mail":
+                if p.get("state") == "cancelled" and self._stop_reason == "shutdown":
+                    return  # the bot is going away: the card stays open, answerable after the restart
+                self._ask_event(ev, p)
+            else:
+                self.pipe.on_event(ev)
+            self._set_status(self.view.status_card.state)
+        except Exception as exc:
+            log.warning("run %s: event %s not handled: %r", self.run_id, ev.kind, exc)
+
+    def on_step(self, step: Any, result: Any) -> None:
+        if getattr(step, "name", None) not in self._reused:  # reused steps report before anything runs
+            self._settle_old_cards(final=False)
+
+    def _ask_event(self, ev: Event, p: dict[str, Any]) -> None:
+        ask_id, state = str(p.get("id", "")), str(p.get("state", ""))
+        options = [str(o) for o in p.get("options") or []]
+        held: tuple[str, str] | None = None
+        if state == "asked":
+            old = self.ledger.match(ev.text, before_gen=self.view.gen)
+            if old is not None:
+                self.view.bind(ask_id, AskCard(old.card_id, ask_id, old.question, old.options, note=REASKED))
+                if old.held is not None:
+                    held = (old.held, old.held_by)
+            else:
+                self._deliver_held()  # it asked something else: held answers go to the inbox instead
+        card_id = self.view.card_for_ask(ask_id)
+        self.pipe.on_event(ev)
+        if state == "asked":
+            self.ledger.asked(card_id, ev.text, options)
+        else:
+            self.ledger.settled(card_id, state, by=self._by.pop(card_id, ""), answer=str(p.get("answer") or ""))
+        if held is not None and self._loop is not None:
+            # After this event is fully handled, never from inside the channel's own emit.
+            self._loop.call_soon(self._answer_held, card_id, *held)
+
+    def _answer_held(self, card_id: str, text: str, by: str) -> None:
+        card = self.view.open_card(card_id)
+        if card is not None:
+            self._settle(card, text, by, decline=False)
+
+    def _deliver_held(self) -> None:
+        for rec in self.ledger.open_cards():
+            if rec.held is None or card_gen(rec.card_id) >= self.view.gen or self.channel is None:
+                continue
+            answer, by = rec.held, rec.held_by
+            self.view.expect_mail(by)
+            mail = self.channel.send(f"The human's answer to your earlier question “{rec.question}” "
+                                     f"(given while the run was restarting): {answer}")
+            if mail is not None:
+                self.pipe.put(self.view.mail_sent(mail.id, by))
+            self.ledger.settled(rec.card_id, "answered", by=by, answer=answer)
+            self.pipe.put(self.view.show_card(AskCard(
+                rec.card_id, "", rec.question, rec.options, state="answered", answer=answer, by=by,
+                note="The woken run did not ask this again; the answer went to its inbox.")))
+
+    def _settle_old_cards(self, *, final: bool) -> None:
+        """Cards from before a wake that the woken run did not ask again: deliver or close them."""
+        self._deliver_held()
+        for rec in self.ledger.open_cards():
+            if self.view.open_card(rec.card_id) is not None:
+                continue  # bound to a live question
+            if card_gen(rec.card_id) < self.view.gen or final:
+                self.ledger.settled(rec.card_id, "cancelled")
+                self.pipe.put(self.view.show_card(AskCard(
+                    rec.card_id, "", rec.question, rec.options, state="cancelled",
+                    note="The run went on without asking this again.")))
+
+    def _set_status(self, view_state: str) -> None:
+        status = _STORE_STATUS.get(view_state, view_state)
+        if status != self._status:
+            self._status = status
+            self.store.set_run_status(self.run_id, status)
+
+    # ---- intents (access already checked by the hub) -------------------------------------------
+    def answer(self, card_id: str, text: str, user: str, *, decline: bool = False) -> IntentResult:
+        card = self.view.open_card(card_id)
+        if card is None:
+            rec = self.ledger.get(card_id)
+            if rec is None:
+                return IntentResult(False, "I don't know that question.", self.run_id)
+            if rec.state != "asked":
+                who = f" by {rec.by}" if rec.by else ""
+                return IntentResult(False, f"That question is already settled ({rec.state}{who}).", self.run_id,
+                                    duplicate=True)
+            if rec.held is not None:
+                return IntentResult(False, f"An answer from {rec.held_by} is already waiting for that question.",
+                                    self.run_id, duplicate=True)
+            # An open card from before a wake that the woken run has not asked again (yet).
+            if decline:
+                self.ledger.settled(card_id, "declined", by=user, answer=text)
+                self.pipe.put(self.view.show_card(AskCard(card_id, "", rec.question, rec.options, state="declined",
+                                                          answer=text, by=user)))
+                return IntentResult(True, "Declined.", self.run_id)
+            self.ledger.hold(card_id, text, user)
+            self._deliver_held()
+            return IntentResult(True, "The run was restarted since; your answer went to its inbox.", self.run_id)
+        return self._settle(card, text, user, decline=decline)
+
+    def _settle(self, card: AskCard, text: str, user: str, *, decline: bool) -> IntentResult:
+        if self.channel is None:
+            return IntentResult(False, "This run has no question channel.", self.run_id)
+        self.view.answering(card.card_id, user)
+        self._by[card.card_id] = user
+        ok = self.channel.decline(card.ask_id, text) if decline else self.channel.answer(card.ask_id, text)
+        if not ok:
+            self._by.pop(card.card_id, None)
+            return IntentResult(False, "That question is no longer waiting (answered, declined or timed out).",
+                                self.run_id, duplicate=True)
+        return IntentResult(True, "Declined." if decline else f"Answered: {_fmt.one_line(text, 200)}", self.run_id)
+
+    def send(self, text: str, user: str) -> IntentResult:
+        if self.channel is None:
+            return IntentResult(False, "This run has no inbox.", self.run_id)
+        self.view.expect_mail(user)
+        mail = self.channel.send(text)
+        if mail is None:
+            return IntentResult(False, "Nothing to send: the message is empty.", self.run_id)
+        self.pipe.put(self.view.mail_sent(mail.id, user))
+        return IntentResult(True, "Queued for the agent; it reads its inbox at its next checkpoint.", self.run_id)
+
+    def interrupt(self, text: str, user: str) -> IntentResult:
+        in_flight = bool(self.runtime.interrupt(text))
+        self.pipe.put(self.view.interrupted(user, text))
+        how = "it stops at the next message boundary and resumes with your words" if in_flight else \
+            "no step is in flight; your words go with the next prompt"
+        return IntentResult(True, f"Interrupted: {how}.", self.run_id)
+
+    def ask_oracle(self, question: str, user: str) -> IntentResult:
+        if self.oracle is None or self._loop is None:
+            return IntentResult(False, "This run has no oracle.", self.run_id)
+        self._oracle_n += 1
+        n = self._oracle_n
+        self.pipe.put(self.view.oracle(n, question, None, user))
+
+        async def ask() -> None:
+            try:
+                answer = await self.oracle.ask(question)
+            except Exception as exc:  # a side question must never hurt the run
+                answer = f"(the oracle failed: {type(exc).__name__}: {exc})"
+            self.pipe.put(self.view.oracle(n, question, answer, user))
+
+        task = self._loop.create_task(ask(), name=f"oracle {self.run_id}#{n}")
+        self._oracles.add(task)
+        task.add_done_callback(self._oracles.discard)
+        return IntentResult(True, "Asked the oracle; its answer will appear in the thread.", self.run_id)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

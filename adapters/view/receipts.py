@@ -1,0 +1,44 @@
+"""Receipts: inbox mail as it goes from queued to delivered, with who sent it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.surface import OutMessage
+from adapters.view import fmt, notices
+
+
+class Receipts:
+    """The channel emits a mail's "queued" event inside send(), before the hub knows the mail id;
+    so the hub says `expect(user)` first, and `sent()` after as a fallback."""
+
+    def __init__(self, epoch: str, who: fmt.Who) -> None:
+        self.epoch, self.who = epoch, who
+        self._queued: dict[str, tuple[str, str, bool]] = {}  # mail id -> (text, sender, amended); dropped on delivery
+        self._next_by = ""
+
+    def key(self, mail_id: str) -> str:
+        return f"mail:{self.epoch}:{mail_id}"
+
+    def expect(self, user: str) -> None:
+        self._next_by = user
+
+    def sent(self, mail_id: str, user: str) -> list[OutMessage]:
+        entry = self._queued.get(mail_id)
+        self._next_by = ""
+        if entry is None or entry[1] == user:
+            return []
+        self._queued[mail_id] = (entry[0], user, entry[2])
+        return [notices.receipt(self.key(mail_id), entry[0], "queued", by=user, amended=entry[2], who=self.who)]
+
+    def event(self, text: str, p: dict[str, Any]) -> OutMessage:
+        mail_id, state = str(p.get("id", "")), str(p.get("state", "queued"))
+        text, by, amended = self._queued.get(mail_id, (text, "", False))
+        if state == "queued" and not by:
+            by, self._next_by = self._next_by, ""
+        amended = amended or bool(p.get("amended"))
+        if state == "queued":
+            self._queued[mail_id] = (text, by, amended)
+        else:
+            self._queued.pop(mail_id, None)
+        return notices.receipt(self.key(mail_id), text, state, by=by, amended=amended, who=self.who)

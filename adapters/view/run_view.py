@@ -1,0 +1,323 @@
+"""RunView: one run's Events -> platform-neutral OutMessages (pure: no I/O, no asyncio).
+
+What reaches the thread: the status card (edited in place), main-thread prose, ask cards, inbox
+receipts, handoff/retry/error/reset notices, step lines, the oracle's answers and a final summary.
+Thinking, subagent chatter, tool results and bookkeeping kinds stay off the thread (tool calls show
+as the card's "last tools" line). Unknown kinds are ignored.
+
+Call volume is the view's job as much as the outbox's: minor status changes (a tool call, the
+context level, the cost) are folded into one card edit per `status_every_s`, and main-thread prose
+is gathered for `prose_linger_s` (or until a card, notice or step needs to follow it) and posted
+as one message. Milestones (state or step changes, questions, the end) go out at once. The hub
+calls `tick()` when `due_in()` says so, to flush what is waiting without a new event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.surface import OutMessage
+from adapters.view import asks, fmt, notices, status, summary
+from adapters.view.asks import AskCard
+from adapters.view.prose import ProseBuffer
+from adapters.view.receipts import Receipts
+from adapters.view.status import StatusCard
+from adapters.view.summary import Outcome
+from flower_core import Event
+
+ASK_TOOL = "mcp__human__ask"
+
+
+@dataclass(frozen=True)
+class ViewConfig:
+    window: int = 1_000_000  # the context window shown until a handoff event reports the real one
+    tools_shown: int = 3
+    status_every_s: float = 30.0
+    prose_linger_s: float = 10.0
+    prose_max: int = 3000
+    who: fmt.Who = field(default=fmt.plain_who)
+
+
+class RunView:
+    """Events in, OutMessages out. Every public method returns the messages to put, in order, and
+    never raises (a bug here must not reach the run: it is counted in `errors`)."""
+
+    def __init__(self, run_id: str, task: str, *, clock: Callable[[], float] = time.monotonic,
+                 config: ViewConfig | None = None, epoch: str = "0", started_at: float | None = None) -> None:
+        self.run_id, self.epoch = run_id, epoch
+        self.cfg = config or ViewConfig()
+        self._clock = clock
+        now = clock()
+        start = started_at if started_at is not None else now
+        self.status_card = StatusCard(run_id, task, start, window=self.cfg.window,
+                                      tools=deque(maxlen=self.cfg.tools_shown))
+        self.gen = 1  # the workflow's wake count, from step events; part of every card id
+        self.errors = 0
+        self.last_error = ""
+        self._status_at = float("-inf")
+        self._dirty = True
+        self._prose = ProseBuffer(self.cfg.prose_linger_s, self.cfg.prose_max)
+        self._seq = 0
+        self._cards: dict[str, AskCard] = {}  # open cards only: settled ones are dropped
+        self._bound: dict[str, str] = {}  # ask id -> card id, for the current channel
+        self._answered_by: dict[str, str] = {}  # card id -> who is answering it right now
+        self._receipts = Receipts(epoch, self.cfg.who)
+        self._trouble: dict[str, Any] | None = None
+        self._handoff_key: str | None = None
+
+    # ---- events -------------------------------------------------------------------------------
+    def on_event(self, ev: Event) -> list[OutMessage]:
+        try:
+            return self._on_event(ev)
+        except Exception as exc:  # never into the run
+            self.errors += 1
+            self.last_error = repr(exc)
+            return []
+
+    def _on_event(self, ev: Event) -> list[OutMessage]:
+        out: list[OutMessage] = []
+        now = self._clock()
+        kind = ev.kind
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        sub = bool(p.get("subagent"))
+        milestone = self._context(p, sub)
+        if kind == "text":
+            if not sub and ev.text.strip():
+                milestone |= self._progress()
+                self._add_prose(ev.text, now, out)
+        elif kind == "tool_call":
+            milestone |= self._progress(sub)
+            if ev.tool != ASK_TOOL:
+                line = f"{fmt.tool_name(ev.tool)} {fmt.one_line(ev.text, 60)}"
+                self.status_card.tools.append(("↳ " if sub else "") + line)
+                self._dirty = True
+        elif kind == "result":
+            if not sub:
+                self.status_card.cost_usd += _num(p.get("cost_usd"))
+                self._dirty = True
+        elif kind == "step":
+            self._flush_prose(out)
+            milestone |= self._step(ev, p, out)
+        elif kind == "ask":
+            self._flush_prose(out)
+            if p.get("kind") == "mail":
+                out.append(self._receipts.event(ev.text, p))
+            else:
+                milestone |= self._ask_event(ev, p, out)
+        elif kind == "handoff":
+            self._flush_prose(out)
+            self._handoff(ev, p, out)
+            milestone = True
+        elif kind in ("retry", "error"):
+            self._flush_prose(out)
+            self._trouble_event(kind, ev, out)
+        elif kind == "reset":
+            self._flush_prose(out)
+            out.append(notices.reset(self._key("reset"), p, ev.text))
+        # thinking, tool_result, prompt, system, task, unknown and kinds added later: not for the thread
+        self._due(now, out, force_status=milestone)
+        return out
+
+    def tick(self) -> list[OutMessage]:
+        """Flush gathered prose and a pending status edit once their time has come."""
+        out: list[OutMessage] = []
+        try:
+            self._due(self._clock(), out, force_status=False)
+        except Exception as exc:
+            self.errors += 1
+            self.last_error = repr(exc)
+        return out
+
+    def due_in(self) -> float | None:
+        """Seconds until `tick()` has something to send; None when nothing waits."""
+        at = [t for t in (self._prose.due_at(), self._status_due_at()) if t is not None]
+        return max(0.0, min(at) - self._clock()) if at else None
+
+    def _status_due_at(self) -> float | None:
+        if self._dirty and self.status_card.state not in status.FINAL_STATES:
+            return self._status_at + self.cfg.status_every_s
+        return None
+
+    # ---- what the hub tells the view ----------------------------------------------------------
+    def bind(self, ask_id: str, card: AskCard) -> None:
+        """Show the channel's ask `ask_id` on an existing card (a question re-asked after a wake)."""
+        self._bound[ask_id] = card.card_id
+        self._cards[card.card_id] = card
+
+    def open_card(self, card_id: str) -> AskCard | None:
+        """The open card with this id (None once settled or unknown)."""
+        return self._cards.get(card_id)
+
+    def card_for_ask(self, ask_id: str) -> str:
+        return self._bound.get(ask_id) or f"{self.gen}-{ask_id}"
+
+    def open_cards(self) -> list[AskCard]:
+        return list(self._cards.values())
+
+    def show_card(self, card: AskCard) -> list[OutMessage]:
+        """Render a card this view does not track (one from before a wake, being closed or noted)."""
+        return [asks.render(self.run_id, card, self.cfg.who)]
+
+    def answering(self, card_id: str, user: str) -> None:
+        """`user` is about to answer or decline this card: the outcome card will name them."""
+        self._answered_by[card_id] = user
+
+    def expect_mail(self, user: str) -> None:
+        """The next mail event comes from `user` (the channel emits it inside send())."""
+        self._receipts.expect(user)
+
+    def mail_sent(self, mail_id: str, user: str) -> list[OutMessage]:
+        """After send() returned: name the sender if the queued receipt went out without them."""
+        return self._receipts.sent(mail_id, user)
+
+    def interrupted(self, user: str, text: str) -> list[OutMessage]:
+        out: list[OutMessage] = []
+        self._flush_prose(out)
+        out.append(notices.interrupt(self._key("int"), user, text, self.cfg.who))
+        if self.status_card.state not in status.FINAL_STATES:
+            self.status_card.state = "interrupted"
+        self._due(self._clock(), out, force_status=True)
+        return out
+
+    def oracle(self, n: int, question: str, answer: str | None, user: str) -> list[OutMessage]:
+        """The oracle's card: pending (answer None), then the answer in the same message."""
+        return [notices.oracle(f"oracle:{self.epoch}:{n}", question, answer, user, self.cfg.who)]
+
+    def notice(self, text: str) -> list[OutMessage]:
+        out: list[OutMessage] = []
+        self._flush_prose(out)
+        out.append(notices.line(self._key("note"), text))
+        return out
+
+    def finish(self, outcome: Outcome) -> list[OutMessage]:
+        """The run ended: flush prose, close open cards, final status, summary."""
+        out: list[OutMessage] = []
+        try:
+            self._flush_prose(out)
+            if outcome.state != "died":  # a run that died with the bot keeps its questions open for a wake
+                for card in list(self._cards.values()):
+                    card.state = "cancelled"
+                    out.append(asks.render(self.run_id, card, self.cfg.who))
+                self._cards.clear()
+            self.status_card.state = outcome.state
+            self.status_card.ended_at = self._clock()
+            if outcome.cost_usd:
+                self.status_card.cost_usd = outcome.cost_usd
+            self._due(self._clock(), out, force_status=True)
+            out.append(summary.render(f"summary:{self.epoch}", outcome, self.cfg.who))
+        except Exception as exc:
+            self.errors += 1
+            self.last_error = repr(exc)
+        return out
+
+    def status_now(self) -> OutMessage:
+        self._status_at, self._dirty = self._clock(), False
+        return status.render(self.status_card, self._clock())
+
+    # ---- internals ----------------------------------------------------------------------------
+    def _key(self, prefix: str) -> str:
+        self._seq += 1
+        return f"{prefix}:{self.epoch}:{self._seq}"
+
+    def _context(self, p: dict[str, Any], sub: bool) -> bool:
+        ctx = p.get("context")
+        if not sub and isinstance(ctx, int | float) and ctx > 0 and ctx != self.status_card.context:
+            self.status_card.context = int(ctx)
+            self._dirty = True
+        return False
+
+    def _progress(self, sub: bool = False) -> bool:
+        """The model is moving: an interruption has been taken up, a retry streak is over."""
+        if not sub:
+            self._trouble = None
+        if self.status_card.state in ("starting", "interrupted"):
+            self.status_card.state = "waiting" if self._cards else "running"
+            return True
+        return False
+
+    def _add_prose(self, text: str, now: float, out: list[OutMessage]) -> None:
+        earlier = self._prose.add(text, now, lambda: self._key("prose"))
+        if earlier is not None:
+            out.append(earlier)
+
+    def _flush_prose(self, out: list[OutMessage]) -> None:
+        if self._prose:
+            msg = self._prose.take(self._key("prose"))
+            if msg is not None:
+                out.append(msg)
+
+    def _due(self, now: float, out: list[OutMessage], *, force_status: bool) -> None:
+        # The same comparisons as due_in(), so a tick at the due time always sends something.
+        prose_at, status_at = self._prose.due_at(), self._status_due_at()
+        if prose_at is not None and now >= prose_at:
+            self._flush_prose(out)
+        if force_status or (status_at is not None and now >= status_at):
+            out.append(self.status_now())
+
+    def _step(self, ev: Event, p: dict[str, Any], out: list[OutMessage]) -> bool:
+        c = self.status_card
+        c.step_name, c.step_index, c.step_total = ev.text, int(_num(p.get("index"))), int(_num(p.get("total")))
+        c.step_note = "reused" if p.get("reused") else "woken" if p.get("woke") else ""
+        if isinstance(p.get("wake"), int) and p["wake"] > 0:
+            self.gen = p["wake"]
+        if c.state not in status.FINAL_STATES:
+            c.state = "waiting" if self._cards else "running"
+        out.append(notices.step(self._key("step"), ev.text, p))
+        return True
+
+    def _ask_event(self, ev: Event, p: dict[str, Any], out: list[OutMessage]) -> bool:
+        ask_id, state = str(p.get("id", "")), str(p.get("state", "asked"))
+        card_id = self.card_for_ask(ask_id)
+        card = self._cards.get(card_id)
+        if card is None:
+            card = AskCard(card_id, ask_id, ev.text, [str(o) for o in p.get("options") or []])
+        card.ask_id, card.state = ask_id, state
+        card.remaining = int(_num(p.get("remaining", -1)))
+        if state == "asked":
+            self._cards[card_id] = card
+        else:
+            card.answer = str(p.get("answer") or "")
+            card.by = self._answered_by.pop(card_id, card.by)
+            self._cards.pop(card_id, None)
+            self._bound.pop(ask_id, None)
+        out.append(asks.render(self.run_id, card, self.cfg.who))
+        if self.status_card.state in status.FINAL_STATES:
+            return False
+        before = self.status_card.state
+        self.status_card.state = "waiting" if self._cards else "running"
+        return before != self.status_card.state or state == "asked"
+
+    def _handoff(self, ev: Event, p: dict[str, Any], out: list[OutMessage]) -> None:
+        window = p.get("window")
+        if isinstance(window, int) and window > 0:
+            self.status_card.window = window
+        phase = p.get("phase")
+        if phase == "near":
+            out.append(notices.handoff(self._key("near"), p, ev.text, self.status_card.window))
+            return
+        # "writing" opens a notice that "done" then edits; a "done" without "writing" stands alone.
+        key = self._handoff_key or self._key("handoff")
+        self._handoff_key = key if phase == "writing" else None
+        out.append(notices.handoff(key, p, ev.text, self.status_card.window))
+
+    def _trouble_event(self, kind: str, ev: Event, out: list[OutMessage]) -> None:
+        t = self._trouble
+        if t is None:
+            t = self._trouble = {"key": self._key("trouble"), "retries": 0, "error": "", "retry": ""}
+        if kind == "retry":
+            t["retries"] += 1
+            t["retry"] = ev.text
+        else:
+            t["error"] = ev.text
+        out.append(notices.trouble(t["key"], retries=t["retries"], last_error=t["error"], last_retry=t["retry"]))
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return 0.0

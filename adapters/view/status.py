@@ -1,0 +1,87 @@
+"""The status card: one message per run, edited in place as the run moves.
+
+`StatusCard` is plain state the run view updates from events; `render()` turns it into the
+`OutMessage` keyed "status". The card carries the live-run buttons (interrupt, oracle, stop) until
+the run ends.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from adapters.ids import encode
+from adapters.surface import Button, OutMessage
+from adapters.view import fmt
+
+STATUS_KEY = "status"
+
+# state -> (icon, label). "waiting" = a question is open; "interrupted" = a human cut in and the
+# session is resuming with their words; "died" = the bot process stopped under the run.
+STATES: dict[str, tuple[str, str]] = {
+    "starting": ("⏳", "Starting"),
+    "running": ("▶️", "Running"),
+    "waiting": ("❓", "Waiting for an answer"),
+    "interrupted": ("⏸️", "Interrupted"),
+    "done": ("✅", "Done"),
+    "failed": ("❌", "Failed"),
+    "stopped": ("⏹️", "Stopped"),
+    "died": ("💤", "Stopped by a bot restart"),
+}
+FINAL_STATES = frozenset({"done", "failed", "stopped", "died"})
+
+
+@dataclass
+class StatusCard:
+    run_id: str
+    task: str
+    started_at: float
+    window: int = 1_000_000
+    state: str = "starting"
+    step_name: str = ""
+    step_index: int = 0
+    step_total: int = 0
+    step_note: str = ""  # "resumed" / "woken" / "reused"
+    context: int = 0
+    cost_usd: float = 0.0
+    ended_at: float | None = None
+    tools: deque[str] = field(default_factory=lambda: deque(maxlen=3))
+
+    def step_text(self) -> str:
+        if not self.step_total:
+            return "—"
+        note = f" ({self.step_note})" if self.step_note else ""
+        return f"{self.step_index}/{self.step_total} {self.step_name}{note}"
+
+    def context_text(self) -> str:
+        if not self.context:
+            return f"— / {fmt.tokens(self.window)}"
+        pct = 100.0 * self.context / self.window if self.window else 0.0
+        return f"{fmt.tokens(self.context)} / {fmt.tokens(self.window)} ({pct:.0f}%)"
+
+
+def render(card: StatusCard, now: float) -> OutMessage:
+    icon, label = STATES.get(card.state, ("•", card.state))
+    title = f"{icon} {label}"
+    if card.step_total:
+        title += f" · step {card.step_index}/{card.step_total} {card.step_name}"
+    end = card.ended_at if card.ended_at is not None else now
+    fields = [
+        ("Step", card.step_text()),
+        ("Context", card.context_text()),
+        ("Cost", fmt.money(card.cost_usd)),
+        ("Elapsed", fmt.duration(end - card.started_at)),
+        ("State", label),
+    ]
+    lines = [f"Task: {fmt.one_line(card.task, 200)}"]
+    if card.tools:
+        lines.append("Last tools: " + " · ".join(card.tools))
+    buttons: list[Button] = []
+    if card.state not in FINAL_STATES:
+        buttons = [
+            Button("Interrupt…", encode("int", card.run_id)),
+            Button("Ask the oracle…", encode("orc", card.run_id)),
+            Button("Stop", encode("stop", card.run_id), "danger"),
+        ]
+    return OutMessage(STATUS_KEY, "status", "\n".join(lines), title=title, fields=fields, buttons=buttons,
+                      replace=True)

@@ -1,0 +1,49 @@
+"""The final summary card: how the run ended, what it produced, what it cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.surface import OutMessage
+from adapters.view import fmt
+
+RESULT_MAX = 2500  # the full text is in the workspace; the thread gets the gist
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended. state: done / failed / stopped / died."""
+
+    state: str
+    result: str = ""
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    failed_at: str = ""
+    error: str = ""
+    by: str = ""  # who stopped it
+    steps: int = 0
+
+
+TITLES = {"done": "✅ Finished", "failed": "❌ Failed", "stopped": "⏹️ Stopped", "died": "💤 Stopped by a bot restart"}
+
+
+def render(key: str, out: Outcome, who: fmt.Who = fmt.plain_who) -> OutMessage:
+    title = TITLES.get(out.state, out.state)
+    if out.state == "failed" and out.failed_at:
+        title += f" at step {out.failed_at}"
+    if out.state == "stopped" and out.by:
+        title += f" by {who(out.by)}"
+    fields = [("Cost", fmt.money(out.cost_usd)), ("Duration", fmt.duration(out.duration_s))]
+    if out.steps:
+        fields.append(("Steps", str(out.steps)))
+    if out.failed_at:
+        fields.append(("Failed step", out.failed_at))
+    lines = []
+    if out.result.strip():
+        lines.append(fmt.clip(out.result.strip(), RESULT_MAX))
+    if out.error:
+        lines.append(f"Error: {fmt.one_line(out.error, 500)}")
+    if not lines:
+        lines.append("(no result text)")
+    return OutMessage(key, "summary", "\n\n".join(lines), title=title, fields=fields, important=True,
+                      replace=True)

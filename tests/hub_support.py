@@ -1,0 +1,128 @@
+"""Fixtures for the hub tests: a watched in-memory surface, small workflows, a hub on the model double."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from adapters.hub import Hub, RunPlan
+from adapters.memory_surface import MemorySurface, Posted
+from adapters.state import StateStore
+from adapters.surface import OutMessage, ThreadRef
+from adapters.view import ViewConfig
+from flower_core import AgentSpec, HumanChannel, Step, Workflow
+from flower_core.devmodel import ModelDouble
+from tests.runtime_support import FAST
+
+ASK = "mcp__human__ask"
+INBOX = "mcp__human__inbox"
+THREAD = ThreadRef("memory", "C1", "t1")
+# Prose goes out at once in tests, so its order and completeness are easy to check.
+QUICK = ViewConfig(status_every_s=0.5, prose_linger_s=0.0)
+
+
+def ask_call(question: str, options: list[str]) -> dict[str, Any]:
+    return {"tool": ASK, "input": {"question": question, "options": options}}
+
+
+class Watch:
+    """Wait on a MemorySurface's contents without sleeping: re-checked after every platform call."""
+
+    def __init__(self, surface: MemorySurface) -> None:
+        self.surface = surface
+        self._changed = asyncio.Event()
+        surface.on_call = lambda call: self._changed.set()
+
+    async def until(self, pred: Callable[[MemorySurface], Any], timeout: float = 60.0) -> Any:
+        async def loop() -> Any:
+            while True:
+                self._changed.clear()
+                got = pred(self.surface)
+                if got:
+                    return got
+                await self._changed.wait()
+        return await asyncio.wait_for(loop(), timeout)
+
+    async def card(self, key: str, *, open_: bool = True, timeout: float = 60.0) -> OutMessage:
+        """The message with this key once it shows buttons (open_) or none (settled)."""
+        def pred(s: MemorySurface) -> OutMessage | None:
+            for p in s.find(key):
+                if p.msg.key == key and bool(p.msg.buttons) == open_:
+                    return p.msg
+            return None
+        msg: OutMessage = await self.until(pred, timeout)
+        return msg
+
+
+def kill_cli_children() -> list[int]:
+    """SIGKILL the CLI processes this test process started (by pid, found as our children), the way
+    they die with a crashed bot; returns their pids."""
+    me, killed = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me and "claude" in cmd:
+            os.kill(int(entry), signal.SIGKILL)
+            killed.append(int(entry))
+    return killed
+
+
+async def transcript_has(live: Any, step: str, needle: str, timeout: float = 30.0) -> None:
+    """Wait until the step's session transcript in the run's store holds `needle`.
+
+    The CLI mirrors its transcript to the store asynchronously; a test that kills the CLI must first
+    wait for what it wants the woken run to resume from, or the resumed history depends on timing.
+    """
+    rt = live.runtime
+
+    async def poll() -> None:
+        while True:
+            sid = live.workflow.sessions.get(step)
+            if sid:
+                entries = await rt.store.load({"project_key": rt.project_key, "session_id": sid}) or []
+                if any(needle in json.dumps(e, ensure_ascii=False) for e in entries):
+                    return
+            await asyncio.sleep(0.05)  # polling a condition on disk: there is no event to wait on
+    await asyncio.wait_for(poll(), timeout)
+
+
+def posted(surface: MemorySurface, key: str) -> Posted:
+    found = [p for p in surface.find(key) if p.msg.key == key]
+    assert len(found) == 1, f"{key}: {len(found)} messages"
+    return found[0]
+
+
+def button(msg: OutMessage, label: str) -> str:
+    return next(b.action_id for b in msg.buttons if b.label == label)
+
+
+def one_step_flow(*, timeout_s: float = 60.0, resume_prompt: str | None = None,
+                  steps: tuple[str, ...] = ("ask",)) -> Callable[[RunPlan], Workflow]:
+    """A factory: the named steps in order, each one agent with the human channel; prompts are
+    "<step>: <task>" so a scenario can route each step to its own conversation."""
+    def factory(plan: RunPlan) -> Workflow:
+        ch = HumanChannel(timeout_s=timeout_s)
+        spec = AgentSpec(name="asker", allowed_tools=["Read"], channel=ch, max_turns=12)
+        wf_steps = [Step(name, spec, f"{name}: {plan.task}", resume_prompt=resume_prompt) for name in steps]
+        return Workflow(wf_steps, channel=ch)
+    return factory
+
+
+def make_hub(tmp_path: Path, md: ModelDouble, cli_home: Path, surface: MemorySurface, store: StateStore,
+             **kw: Any) -> Hub:
+    kw.setdefault("factory", one_step_flow())
+    kw.setdefault("view", QUICK)
+    kw.setdefault("runtime_options", {"resilience": FAST})
+    return Hub(surface, store, root=tmp_path / "runs", env=md.env(cli_home), **kw)
