@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from adapters.lru import LRU
 from adapters.ratelimit import RateBudget
 from adapters.surface import (
     OutMessage,
@@ -63,7 +64,7 @@ class Outbox:
                  on_sent: Callable[[OutMessage, str], object] | None = None,
                  store: MessageIds | None = None, budget: RateBudget | None = None,
                  max_prose: int = 200, give_up_s: float = 120.0, important_give_up_s: float = 600.0,
-                 backoff_max_s: float = 30.0) -> None:
+                 backoff_max_s: float = 30.0, max_known: int = 2048) -> None:
         self.surface, self.thread = surface, thread
         self.limits = limits or surface.limits
         self.stats = OutboxStats()
@@ -73,8 +74,10 @@ class Outbox:
         self._max_prose, self._give_up_s, self._important_give_up_s = max_prose, give_up_s, important_give_up_s
         self._backoff_max_s = backoff_max_s
         self._pending: list[OutMessage] = []
-        self._ids: dict[str, list[str]] = {}  # key -> platform ids of its chunks, first = the key's message
-        self._absent: set[str] = set()  # keys the store did not know (saves a lookup per wake-up)
+        # key -> platform ids of its chunks (first = the key's message). Bounded: a run posts an unbounded
+        # number of keys but edits only recent ones; a forgotten key is looked up in the store again.
+        self._ids: LRU[str, list[str]] = LRU(max_known)
+        self._absent: LRU[str, bool] = LRU(max_known)  # keys the store did not know (saves a lookup)
         self._closed = False
         self._in_transit = 0  # puts handed to the loop from other threads, not yet enqueued
         self._transit_lock = threading.Lock()
@@ -216,9 +219,9 @@ class Outbox:
                     while (more := self._store.get_message(self.thread, f"{key}#{k}")) is not None:
                         ids.append(more)
                         k += 1
-                    self._ids[key] = ids
+                    self._ids.put(key, ids)
                 else:
-                    self._absent.add(key)  # only this outbox writes this thread's keys
+                    self._absent.put(key, True)  # only this outbox writes this thread's keys
             except Exception as exc:
                 log.warning("outbox store lookup failed for %s %s: %r", self.thread, key, exc)
         return ids
@@ -281,7 +284,8 @@ class Outbox:
                 self._report(msg, exc)
 
     def _remember(self, key: str, ids: list[str]) -> None:
-        self._ids[key] = ids
+        self._ids.put(key, ids)
+        self._absent.discard(key)
         if self._store is not None:
             try:
                 for k, mid in enumerate(ids):

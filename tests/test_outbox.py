@@ -390,3 +390,16 @@ def test_the_message_model_refuses_nonsense() -> None:
         OutMessage("k", "shout", "x")
     with pytest.raises(ValueError, match="style"):
         Button("x", "fl1:stop:r:", "red")
+
+
+def test_lru_forgets_the_least_recently_used() -> None:
+    from adapters.lru import LRU
+
+    lru: LRU[str, int] = LRU(2)
+    lru.put("a", 1)
+    lru.put("b", 2)
+    assert lru.get("a") == 1  # touching "a" makes "b" the oldest
+    lru.put("c", 3)
+    assert "b" not in lru and lru.get("a") == 1 and lru.get("c") == 3 and len(lru) == 2
+    lru.discard("a")
+    assert "a" not in lru
