@@ -114,33 +114,30 @@ class Hub:
         return result
 
     async def send(self, run_id: str, text: str, user: str) -> IntentResult:
-        record, refusal = await self._checked(run_id, user, "send")
-        if record is None:
-            return refusal
-        live = self.live.get(run_id)
-        if live is None:
-            return await self.refuse(record.thread, user, self._not_running(record), run_id)
-        return live.send(text, user)
+        live, refusal = await self._live(run_id, user, "send")
+        return live.send(text, user) if live is not None else refusal
 
     async def interrupt(self, run_id: str, text: str, user: str) -> IntentResult:
-        record, refusal = await self._checked(run_id, user, "send")
-        if record is None:
-            return refusal
-        live = self.live.get(run_id)
-        if live is None:
-            return await self.refuse(record.thread, user, self._not_running(record), run_id)
-        return live.interrupt(text, user)
+        live, refusal = await self._live(run_id, user, "send")
+        return live.interrupt(text, user) if live is not None else refusal
 
     async def oracle(self, run_id: str, question: str, user: str) -> IntentResult:
-        record, refusal = await self._checked(run_id, user, "answer")
-        if record is None:
+        live, refusal = await self._live(run_id, user, "answer")
+        if live is None:
             return refusal
+        if not question.strip():
+            return await self.refuse(live.record.thread, user, "Ask the oracle something.", run_id)
+        return live.ask_oracle(question, user)
+
+    async def _live(self, run_id: str, user: str, verb: str) -> tuple[LiveRun | None, IntentResult]:
+        """The live run the user may act on, or None and the refusal already shown to them."""
+        record, refusal = await self._checked(run_id, user, verb)
+        if record is None:
+            return None, refusal
         live = self.live.get(run_id)
         if live is None:
-            return await self.refuse(record.thread, user, self._not_running(record), run_id)
-        if not question.strip():
-            return await self.refuse(record.thread, user, "Ask the oracle something.", run_id)
-        return live.ask_oracle(question, user)
+            return None, await self.refuse(record.thread, user, self._not_running(record), run_id)
+        return live, refusal
 
     async def stop(self, run_id: str, user: str) -> IntentResult:
         record, refusal = await self._checked(run_id, user, "stop")

@@ -12,6 +12,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
+from adapters.hub.hop import hop
 from adapters.outbox import Outbox
 from adapters.surface import OutMessage
 from adapters.view import RunView
@@ -42,9 +43,7 @@ class RunPipe:
     def on_event(self, ev: Event) -> None:
         """The run's sink. Hops onto the pipe's loop when called from another thread."""
         try:
-            loop = self._loop
-            if loop is not None and _running_loop() is not loop:
-                loop.call_soon_threadsafe(self.on_event, ev)
+            if hop(self._loop, self.on_event, ev):
                 return
             for observe in self.observers:
                 try:
@@ -99,10 +98,3 @@ class RunPipe:
         if drain:
             await self.outbox.flush()
         await self.outbox.close(drain=drain)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

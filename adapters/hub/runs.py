@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.hub.hop import hop
 from adapters.hub.ledger import CardLedger, card_gen
 from adapters.hub.pipe import RunPipe
 from adapters.hub.results import IntentResult
@@ -153,9 +154,7 @@ class LiveRun:
     def on_event(self, ev: Event) -> None:
         """The workflow's and the channel's sink. Never blocks, never raises."""
         try:
-            loop = self._loop
-            if loop is not None and _running_loop() is not loop:
-                loop.call_soon_threadsafe(self.on_event, ev)
+            if hop(self._loop, self.on_event, ev):
                 return
             p = ev.payload if isinstance(ev.payload, dict) else {}
             if ev.kind == "step" and p.get("reused"):
@@ -306,10 +305,3 @@ class LiveRun:
         self._oracles.add(task)
         task.add_done_callback(self._oracles.discard)
         return IntentResult(True, "Asked the oracle; its answer will appear in the thread.", self.run_id)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
