@@ -163,6 +163,26 @@ async def test_once_runs_one_step_without_interaction(tmp_path: Path, double_fac
     assert [r["step"] for r in rows] == ["ad-hoc"]
 
 
+async def test_go_unattended_against_an_endpoint_from_the_environment(tmp_path: Path, double_factory: Any) -> None:
+    # The path a real user takes: `flower "task" --timeout 0`, credentials and endpoint from the env.
+    md = await double_factory("demo")
+    env = clean_env(tmp_path)
+    env.update(md.env(tmp_path / ".claude"))
+    ws = tmp_path / "ws"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bots.flower_cli", "write a greeting note", "--timeout", "0", "-w", str(ws),
+        "-r", str(ws / "runs"),
+        cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = await proc.communicate()
+    text = out.decode()
+    assert proc.returncode == 0, (text[-2000:], err.decode()[-2000:])
+    for heading in ("=== clarify (1/3) ===", "=== goal (2/3) ===", "=== work (3/3) ==="):
+        assert heading in text
+    assert "+ finished" in text and "offline demo" not in text
+    assert (ws / ".flower" / "notes" / "需求.md").is_file() and (ws / "notes.md").is_file()
+    assert [r["step"] for r in manifest(ws)][:3] == ["clarify", "goal", "work"]
+
+
 def test_the_default_command_is_go_and_flags_may_come_first() -> None:
     p = build_parser()
     assert with_default_command(["do x"], p) == ["go", "do x"]
