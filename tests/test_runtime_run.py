@@ -161,3 +161,21 @@ async def test_a_cancel_after_rescue_keeps_the_killed_mark(double_factory: Any, 
     rows = json.loads(rt.manifest_path.read_text())
     assert [(row["step"], row["error"], row["ok"]) for row in rows] == [("slow", Runtime.KILLED, False)]
     assert not any("\x1b" in line for line in rt.results[-1].text.splitlines())
+
+
+async def test_a_cancelled_run_stops_the_turn_in_flight(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    # Without an interrupt before hanging up, the CLI finishes the turn: it would run the Glob and ask again.
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Looking.", "call": [{"tool": "Glob", "input": {"pattern": "*"}}], "delay_s": 1.0},
+        {"say": "Should never be asked for."}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        task = asyncio.create_task(rt.run(spec(), "look around", step_name="cancelled"))
+        await md.wait_for(lambda reqs: any(q.path == "/v1/messages" for q in reqs), timeout=60)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task  # returns once the CLI process has exited
+    finally:
+        rt.close()
+    assert [q.turn for q in md.model_requests()] == [0]
+    assert rt.results[-1].error == "cancelled"

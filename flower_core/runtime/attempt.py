@@ -99,6 +99,12 @@ class Attempt:
             await asyncio.wait_for(client.connect(), CONNECT_TIMEOUT)
             await client.query(self.prompt)
             await self._pump(client)
+        except asyncio.CancelledError:
+            # Abort the turn in flight before hanging up: on a bare stdin EOF the CLI would finish the
+            # turn first, still calling the model and running tools for a run nobody waits on.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.interrupt(), INTERRUPT_TIMEOUT)
+            raise
         except Exception as exc:
             self.out.error = self.out.error or _short(exc)
         finally:
