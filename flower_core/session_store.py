@@ -30,6 +30,8 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
+from flower_core.events import context_of
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -57,14 +59,6 @@ CREATE TABLE IF NOT EXISTS summaries (
     PRIMARY KEY (project_key, session_id)
 );
 """
-
-
-def _usage_context(usage: Any) -> int:
-    """What the model saw on a turn: fresh input plus both cache counters (input alone underestimates)."""
-    if not isinstance(usage, dict):
-        return 0
-    keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    return sum(int(usage.get(k) or 0) for k in keys)
 
 
 class SQLiteSessionStore(SessionStore):
@@ -237,7 +231,7 @@ class SQLiteSessionStore(SessionStore):
             message = entry.get("message")
             if not isinstance(message, dict) or message.get("model") == "<synthetic>":
                 continue
-            size = _usage_context(message.get("usage"))
+            size = context_of(message.get("usage"))
             if size:
                 return size
         return 0
