@@ -1,13 +1,15 @@
 """Who may start, answer, send to and stop runs — decisions with reasons a human can read.
 
 Policies are per channel (use "platform:channel", e.g. "slack:C123", so platforms never collide)
-and live in the state store. No policy means an open channel: anyone may start and answer.
+and live in the state store. No policy means an open channel: anyone may start and answer. A policy
+entry may name a group a platform reported for the user (e.g. a Discord role, "role:123").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from adapters.people import People
 from adapters.state.base import ChannelPolicy, RunRecord, StateStore
 
 __all__ = ["Access", "ChannelPolicy", "Decision"]
@@ -28,8 +30,12 @@ class Access:
     """Access checks over a StateStore. A run's policy is the one stored for its thread's
     "platform:channel"; `Decision` is truthy when allowed and its reason is fit to show the user."""
 
-    def __init__(self, store: StateStore) -> None:
+    def __init__(self, store: StateStore, people: People | None = None) -> None:
         self.store = store
+        self.people = people or People()
+
+    def _member(self, user: str, allowed: frozenset[str]) -> bool:
+        return user in allowed or bool(self.people.groups(user) & allowed)
 
     def policy(self, channel: str) -> ChannelPolicy:
         return self.store.get_channel_policy(channel) or _OPEN
@@ -40,11 +46,11 @@ class Access:
 
     def can_start(self, channel: str, user: str) -> Decision:
         p = self.policy(channel)
-        if user in p.admins:
+        if self._member(user, p.admins):
             return Decision(True, "you are an admin of this channel")
         if p.starters is None:
             return Decision(True, "anyone may start runs in this channel")
-        if user in p.starters:
+        if self._member(user, p.starters):
             return Decision(True, "you are allowed to start runs in this channel")
         return Decision(False, "you are not allowed to start runs in this channel; ask a channel admin")
 
@@ -52,11 +58,11 @@ class Access:
         if user == run.owner:
             return Decision(True, "you started this run")
         p = self.policy(self.channel_of(run))
-        if user in p.admins:
+        if self._member(user, p.admins):
             return Decision(True, "you are an admin of this channel")
         if p.responders is None:
             return Decision(True, "anyone in this channel may answer")
-        if user in p.responders:
+        if self._member(user, p.responders):
             return Decision(True, "you are a responder in this channel")
         return Decision(False, "only the person who started this run, channel responders and admins may answer")
 
@@ -68,6 +74,6 @@ class Access:
     def can_stop(self, run: RunRecord, user: str) -> Decision:
         if user == run.owner:
             return Decision(True, "you started this run")
-        if user in self.policy(self.channel_of(run)).admins:
+        if self._member(user, self.policy(self.channel_of(run)).admins):
             return Decision(True, "you are an admin of this channel")
         return Decision(False, "only the person who started this run or a channel admin may stop it")

@@ -82,7 +82,8 @@ class OutMessage:
     `key` is its identity inside the thread ("status", "ask:q1", "mail:m2", "prose:7", "summary").
     Putting a message whose key was already posted edits that platform message when `replace` is
     True, or posts a fresh one (the key then points at the new one) when False. `important`
-    messages (ask cards, the summary) are never dropped by the outbox.
+    messages (ask cards, the summary) are never dropped by the outbox. `origin` ties a receipt to
+    the person's message it acknowledges.
     """
 
     key: str
@@ -93,6 +94,9 @@ class OutMessage:
     buttons: list[Button] = field(default_factory=list)
     important: bool = False
     replace: bool = True
+    # The platform id of a person's message this one answers (an inbox receipt for that message):
+    # platforms that can may show it there (a reaction) instead of as a message of its own.
+    origin: str = ""
 
     def __post_init__(self) -> None:
         if not self.key:

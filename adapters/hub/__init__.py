@@ -3,6 +3,6 @@
 from adapters.hub.hub import Hub
 from adapters.hub.pipe import RunPipe
 from adapters.hub.results import IntentResult
-from adapters.hub.runs import LiveRun, RunFactory, RunPlan, default_factory
+from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
 
-__all__ = ["Hub", "IntentResult", "LiveRun", "RunFactory", "RunPipe", "RunPlan", "default_factory"]
+__all__ = ["Hub", "IntentResult", "LiveRun", "RunFactory", "RunOptions", "RunPipe", "RunPlan", "default_factory"]

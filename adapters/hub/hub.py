@@ -15,22 +15,27 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from adapters.access import Access
 from adapters.hub import wake as _wake
+from adapters.hub.ledger import CardLedger
 from adapters.hub.pipe import RunPipe
+from adapters.hub.replies import parse_reply
 from adapters.hub.results import IntentResult
-from adapters.hub.runs import LiveRun, RunFactory, RunPlan, default_factory
+from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
 from adapters.ids import IdError, decode
 from adapters.outbox import Outbox
+from adapters.people import People
 from adapters.ratelimit import RateBudget
 from adapters.state import RunRecord, StateStore
 from adapters.surface import OutMessage, Surface, SurfaceError, ThreadRef
 from adapters.view import RunView, ViewConfig
 from adapters.view import fmt as _fmt
-from flower_core import Oracle, Runtime
+from flower_core import Event, Oracle, Runtime
 
 log = logging.getLogger(__name__)
 
@@ -45,19 +50,26 @@ class Hub:
                  timeout_s: float | None = 1800.0, max_asks: int | None = None, view: ViewConfig | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep,
-                 runtime_options: Mapping[str, Any] | None = None, oracle: bool = True) -> None:
+                 runtime_options: Mapping[str, Any] | None = None, oracle: bool = True,
+                 budget_usd: float | None = None) -> None:
         if isinstance(surfaces, Mapping):
             self.surfaces = dict(surfaces)
         else:
             items = [surfaces] if isinstance(surfaces, Surface) else list(surfaces)
             self.surfaces = {s.name: s for s in items}
-        self.store, self.access = store, Access(store)
+        self.people = People()
+        self.store, self.access = store, Access(store, self.people)
         self.root = Path(root).expanduser().resolve()
         self.workspaces = {k: Path(v).expanduser().resolve() for k, v in (workspaces or {}).items()}
         self.factory = factory or default_factory
         self.env = dict(env) if env is not None else None
         self.max_runs, self.timeout_s, self.max_asks = max_runs, timeout_s, max_asks
-        self.view_config = view or ViewConfig()
+        self.budget_usd = budget_usd
+        # Cards name people through the registry platforms fill (display names), unless told otherwise.
+        view = view or ViewConfig()
+        self.view_config = replace(view, who=self.people.display) if view.who is _fmt.plain_who else view
+        # Taps see every event of every run as (run id, event), beside the view: e.g. the web's event log.
+        self.taps: list[Callable[[str, Event], object]] = []
         self.clock, self.sleeper = clock, sleeper
         self.runtime_options = dict(runtime_options or {})
         self.use_oracle = oracle
@@ -65,7 +77,8 @@ class Hub:
         self._budgets: dict[tuple[str, str], RateBudget] = {}
 
     # ---- intents --------------------------------------------------------------------------------
-    async def start(self, task: str, thread: ThreadRef, user: str) -> IntentResult:
+    async def start(self, task: str, thread: ThreadRef, user: str, *,
+                    options: RunOptions | None = None) -> IntentResult:
         channel = f"{thread.platform}:{thread.channel}"
         if thread.platform not in self.surfaces:
             return IntentResult(False, f"No surface for platform {thread.platform!r}.")
@@ -84,10 +97,13 @@ class Hub:
         workspace, run_dir = self._places(run_id, channel)
         if (busy := self._busy(workspace)) is not None:
             return await self.refuse(thread, user, f"This channel's workspace is busy with run {busy}.", busy)
+        if (bad := self._check_options(options)) is not None:
+            return await self.refuse(thread, user, bad)
         record = self.store.save_run(RunRecord(run_id, thread, user, task.strip(), "starting", str(workspace),
                                                str(run_dir)))
         self.store.bind_thread(thread, run_id)
         try:
+            (options or RunOptions()).save(run_dir)
             self.launch(record, waking=False)
         except Exception as exc:  # the factory refused (bad task, unreadable workspace...)
             self.store.set_run_status(run_id, "failed")
@@ -113,9 +129,11 @@ class Hub:
             await self.refuse(record.thread, user, result.message, run_id)
         return result
 
-    async def send(self, run_id: str, text: str, user: str) -> IntentResult:
+    async def send(self, run_id: str, text: str, user: str, *, origin: str = "") -> IntentResult:
+        """Inbox mail. `origin`: the platform id of the person's own message, so its receipt can be
+        shown on it (a reaction) where the platform can."""
         live, refusal = await self._live(run_id, user, "send")
-        return live.send(text, user) if live is not None else refusal
+        return live.send(text, user, origin=origin) if live is not None else refusal
 
     async def interrupt(self, run_id: str, text: str, user: str) -> IntentResult:
         live, refusal = await self._live(run_id, user, "send")
@@ -128,6 +146,33 @@ class Hub:
         if not question.strip():
             return await self.refuse(live.record.thread, user, "Ask the oracle something.", run_id)
         return live.ask_oracle(question, user)
+
+    async def said(self, thread: ThreadRef, user: str, text: str, *, origin: str = "",
+                   reply_to: str = "") -> IntentResult | None:
+        """A person's plain message in a thread (see replies.py for what it means). `origin` is that
+        message's platform id; `reply_to` the id of the message it replies to, if any. None when the
+        thread holds no run (the platform then ignores the message)."""
+        run_id = self.store.run_for_thread(thread)
+        if run_id is None or not text.strip():
+            return None
+        reply = parse_reply(text)
+        card_id = self._card_by_message(run_id, thread, reply_to) if reply_to else None
+        if card_id is None and reply.kind == "answer":
+            card_id = self._card_by_key(run_id, reply.key)
+        if card_id is not None:
+            return await self.answer(run_id, card_id, reply.text, user)
+        if reply.kind == "oracle":
+            return await self.oracle(run_id, reply.text, user)
+        return await self.send(run_id, text.strip(), user, origin=origin)
+
+    def runs(self, *, user: str | None = None, platform: str | None = None, channel: str | None = None,
+             live_only: bool = True) -> list[RunRecord]:
+        """Runs by owner and place, newest first; `live_only`: only those running in this process."""
+        found = [r for r in self.store.list_runs()
+                 if (not live_only or r.run_id in self.live) and (user is None or r.owner == user)
+                 and (platform is None or r.thread.platform == platform)
+                 and (channel is None or r.thread.channel == channel)]
+        return sorted(found, key=lambda r: r.created_at, reverse=True)
 
     async def _live(self, run_id: str, user: str, verb: str) -> tuple[LiveRun | None, IntentResult]:
         """The live run the user may act on, or None and the refusal already shown to them."""
@@ -224,8 +269,11 @@ class Hub:
 
     def launch(self, record: RunRecord, *, waking: bool, remark: str = "") -> LiveRun:
         """Build and start the run's pieces (used by start and wake)."""
+        opts = RunOptions.load(Path(record.run_dir))
         plan = RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
-                       timeout_s=self.timeout_s, max_asks=self.max_asks)
+                       timeout_s=self.timeout_s if opts.timeout_s is None else opts.timeout_s,
+                       max_asks=self.max_asks if opts.max_asks is None else opts.max_asks,
+                       budget_usd=self.budget_usd if opts.budget_usd is None else opts.budget_usd)
         workflow = self.factory(plan)
         runtime = Runtime(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench,
                           env=self.env, **self.runtime_options)
@@ -235,7 +283,8 @@ class Hub:
                        epoch=uuid.uuid4().hex[:6])
         holder: list[LiveRun] = []
         outbox = self.outbox(record.thread, on_sent=lambda msg, mid: self._sent(holder, msg, mid))
-        observers = [oracle.observe] if oracle is not None else []
+        observers: list[Callable[[Event], object]] = [oracle.observe] if oracle is not None else []
+        observers += [partial(tap, record.run_id) for tap in self.taps]
         live = LiveRun(record, workflow, runtime, RunPipe(view, outbox, observers=observers), store=self.store,
                        oracle=oracle, waking=waking, clock=self.clock, on_end=self._ended)
         holder.append(live)
@@ -288,6 +337,16 @@ class Hub:
         return self.root / run_id / "workspace", self.root / run_id / "runs"
 
     @staticmethod
+    def _check_options(options: RunOptions | None) -> str | None:
+        if options is None:
+            return None
+        if options.max_asks is not None and options.max_asks < 0:
+            return "The question quota must be 0 or more."
+        if options.budget_usd is not None and options.budget_usd < 0:
+            return "The budget must be 0 or more dollars."
+        return None
+
+    @staticmethod
     def _not_running(record: RunRecord) -> str:
         if record.status == "died":
             return f"Run {record.run_id} stopped when the bot restarted; wake it first."
@@ -300,6 +359,26 @@ class Hub:
             return card.options
         stored = self.store.get_ask_message(run_id, card_id)
         return list(stored.options) if stored is not None else []
+
+    def _open_card_ids(self, run_id: str) -> list[str]:
+        live = self.live.get(run_id)
+        if live is not None:
+            return [c.card_id for c in live.view.open_cards()]
+        record = self.store.get_run(run_id)
+        return [c.card_id for c in CardLedger(record.run_dir).open_cards()] if record is not None else []
+
+    def _card_by_key(self, run_id: str, key: str) -> str | None:
+        """The open card a person means by "q2" (its ask id; after a wake, the newest such card)."""
+        matches = [cid for cid in self._open_card_ids(run_id) if cid.split("-", 1)[-1].lower() == key]
+        return matches[-1] if matches else None
+
+    def _card_by_message(self, run_id: str, thread: ThreadRef, message_id: str) -> str | None:
+        for card_id in self._open_card_ids(run_id):
+            stored = self.store.get_ask_message(run_id, card_id)
+            if (stored is not None and stored.message_id == message_id) or \
+                    self.store.get_message(thread, f"ask:{card_id}") == message_id:
+                return card_id
+        return None
 
     def _sent(self, holder: list[LiveRun], msg: OutMessage, message_id: str) -> None:
         if not holder:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,37 @@ REASKED = "Asked again after the run was woken."
 
 
 @dataclass(frozen=True)
+class RunOptions:
+    """Per-run choices a starter may make (a command option, a form field); None = the bot's default.
+
+    Kept in `<run_dir>/run-options.json` so a woken run keeps them.
+    """
+
+    timeout_s: float | None = None
+    max_asks: int | None = None
+    budget_usd: float | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({k: v for k, v in asdict(self).items() if v is not None})
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunOptions:
+        try:
+            data = json.loads((run_dir / OPTIONS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return cls()
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known}) if isinstance(data, dict) else cls()
+
+    def save(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / OPTIONS_FILE).write_text(self.to_json(), encoding="utf-8")
+
+
+OPTIONS_FILE = "run-options.json"
+
+
+@dataclass(frozen=True)
 class RunPlan:
     """What a run factory is given to build the Workflow of a run (or of its wake)."""
 
@@ -45,6 +77,7 @@ class RunPlan:
     remark: str = ""
     timeout_s: float | None = 1800.0
     max_asks: int | None = None
+    budget_usd: float | None = None
 
 
 RunFactory = Callable[[RunPlan], Workflow]
@@ -270,10 +303,10 @@ class LiveRun:
                                 self.run_id, duplicate=True)
         return IntentResult(True, "Declined." if decline else f"Answered: {_fmt.one_line(text, 200)}", self.run_id)
 
-    def send(self, text: str, user: str) -> IntentResult:
+    def send(self, text: str, user: str, *, origin: str = "") -> IntentResult:
         if self.channel is None:
             return IntentResult(False, "This run has no inbox.", self.run_id)
-        self.view.expect_mail(user)
+        self.view.expect_mail(user, origin)
         mail = self.channel.send(text)
         if mail is None:
             return IntentResult(False, "Nothing to send: the message is empty.", self.run_id)

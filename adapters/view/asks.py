@@ -62,6 +62,8 @@ def render(run_id: str, card: AskCard, who: fmt.Who = fmt.plain_who) -> OutMessa
         buttons = [Button(fmt.one_line(opt, LABEL_MAX), encode("ans", run_id, card.card_id, i),
                           "primary" if i == 0 else "default")
                    for i, opt in enumerate(card.options[:MAX_OPTION_BUTTONS])]
+        key = card.card_id.split("-", 1)[-1]
+        lines += ["", f"Reply `{key}: …` in the thread to answer in words."]
         buttons.append(Button("Answer in words…", encode("txt", run_id, card.card_id)))
         buttons.append(Button("Decline", encode("dec", run_id, card.card_id), "danger"))
         return OutMessage(ask_key(card.card_id), "ask", "\n".join(lines), title=title, buttons=buttons,

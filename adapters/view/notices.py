@@ -13,7 +13,7 @@ from adapters.view import fmt
 
 
 def receipt(key: str, text: str, state: str, *, by: str = "", amended: bool = False,
-            who: fmt.Who = fmt.plain_who) -> OutMessage:
+            who: fmt.Who = fmt.plain_who, origin: str = "") -> OutMessage:
     """Inbox mail: queued (the agent will read it at its next check) -> delivered (it read it)."""
     sender = f" from {who(by)}" if by else ""
     if state == "delivered":
@@ -21,7 +21,7 @@ def receipt(key: str, text: str, state: str, *, by: str = "", amended: bool = Fa
     else:
         head = f"📨 Queued for the agent{sender} — it reads its inbox at the next checkpoint"
     tail = "\n(also added to the brief)" if amended else ""
-    return OutMessage(key, "receipt", f"{head}: {fmt.quote(text, 500)}{tail}", replace=True)
+    return OutMessage(key, "receipt", f"{head}: {fmt.quote(text, 500)}{tail}", replace=True, origin=origin)
 
 
 def handoff(key: str, p: dict[str, Any], text: str, window: int) -> OutMessage:

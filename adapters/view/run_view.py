@@ -166,9 +166,10 @@ class RunView:
         """`user` is about to answer or decline this card: the outcome card will name them."""
         self._answered_by[card_id] = user
 
-    def expect_mail(self, user: str) -> None:
-        """The next mail event comes from `user` (the channel emits it inside send())."""
-        self._receipts.expect(user)
+    def expect_mail(self, user: str, origin: str = "") -> None:
+        """The next mail event comes from `user` (the channel emits it inside send()); `origin` is
+        the platform id of their own message, when they wrote one."""
+        self._receipts.expect(user, origin)
 
     def mail_sent(self, mail_id: str, user: str) -> list[OutMessage]:
         """After send() returned: name the sender if the queued receipt went out without them."""
