@@ -1,0 +1,216 @@
+"""The bot's configuration: command-line flags over environment over the TOML file over defaults.
+
+One `BotConfig` serves every front end. Shared settings live in `[bot]`; each front end reads its
+own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policies and workspaces:
+
+    [bot]
+    root = "./flower-runs"       # FLOWER_BOT_ROOT, --root
+    flow = "starter"             # or "single"
+    max_runs = 3
+    timeout_s = 1800             # how long a question waits; 0 = unattended
+    max_asks = 10                # omit for no quota
+    budget_usd = 5.0             # omit for no cap
+
+    [surfaces]                   # which front ends `flower-bot` runs when none is named
+    web = true
+
+    [channels."slack:C0123"]     # "platform:channel"
+    workspace = "/srv/project"   # runs started here share this workspace
+    starters = ["U01"]           # who may start runs (absent: everyone)
+    responders = ["U02"]         # who may answer, send and interrupt (absent: everyone)
+    admins = ["U03"]             # may do everything, including stopping others' runs
+
+A problem is a `ConfigError` with one line that names the bad key or the missing variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FLOWS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "load_config"]
+
+SURFACES = ("web", "slack", "discord")
+FLOWS = ("starter", "single")
+_BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked"}
+_CHANNEL_KEYS = {"workspace", "starters", "responders", "admins"}
+
+
+class ConfigError(Exception):
+    """Bad or missing configuration: printed as one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class ChannelConfig:
+    channel: str  # "platform:channel"
+    workspace: Path | None = None
+    starters: frozenset[str] | None = None
+    responders: frozenset[str] | None = None
+    admins: frozenset[str] = frozenset()
+
+
+@dataclass
+class BotConfig:
+    surfaces: list[str]
+    root: Path = Path("flower-runs")
+    flow: str = "starter"
+    max_runs: int = 3
+    timeout_s: float | None = 1800.0
+    max_asks: int | None = None
+    budget_usd: float | None = None
+    park_after_s: float | None = 120.0
+    max_parked: int = 1000
+    demo: bool = False
+    demo_scenario: str = "demo"
+    verbose: bool = False
+    web_host: str = "127.0.0.1"
+    web_port: int = 8470
+    config_path: Path | None = None
+    channels: list[ChannelConfig] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, Any] = field(default_factory=dict)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The TOML table `[name]` (empty when absent)."""
+        table = self.tables.get(name)
+        return dict(table) if isinstance(table, dict) else {}
+
+
+def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
+    tables = _read_toml(args.config or env.get("FLOWER_BOT_CONFIG"))
+    bot = tables.get("bot", {})
+    if not isinstance(bot, dict):
+        raise ConfigError("config: [bot] must be a table")
+    unknown = sorted(set(bot) - _BOT_KEYS)
+    if unknown:
+        raise ConfigError(f"config: unknown key [bot].{unknown[0]} (known: {', '.join(sorted(_BOT_KEYS))})")
+
+    surfaces = _surfaces(args, tables)
+    root = args.root or env.get("FLOWER_BOT_ROOT") or _typed(bot, "root", str, "./flower-runs")
+    flow = args.flow or _typed(bot, "flow", str, "starter")
+    if flow not in FLOWS:
+        raise ConfigError(f"config: flow must be one of {', '.join(FLOWS)}, got {flow!r}")
+    cfg = BotConfig(
+        surfaces=surfaces,
+        root=Path(root).expanduser().resolve(),
+        flow=flow,
+        max_runs=_pick(args.max_runs, bot, "max_runs", int, 3, low=1),
+        timeout_s=_pick(args.timeout, bot, "timeout_s", float, 1800.0),
+        max_asks=_optional(args.asks, bot, "max_asks", int, low=0),
+        budget_usd=_optional(args.budget, bot, "budget_usd", float, low=0.0),
+        park_after_s=_optional(None, bot, "park_after_s", float, low=0.0, default=120.0),
+        max_parked=_pick(None, bot, "max_parked", int, 1000, low=0),
+        demo=bool(args.demo),
+        demo_scenario=getattr(args, "scenario", None) or "demo",
+        verbose=bool(args.verbose),
+        web_host=args.host or env.get("FLOWER_WEB_HOST") or "127.0.0.1",
+        web_port=_port(args.port if args.port is not None else env.get("FLOWER_WEB_PORT", 8470)),
+        config_path=Path(args.config).resolve() if args.config else None,
+        channels=_channels(tables.get("channels", {})),
+        env=dict(env),
+        tables=tables,
+    )
+    return cfg
+
+
+# ---- pieces --------------------------------------------------------------------------------------
+def _read_toml(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {}
+    p = Path(path).expanduser()
+    try:
+        with p.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"config: no such file {p}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config: {p} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"config: cannot read {p}: {exc.strerror}") from None
+
+
+def _surfaces(args: argparse.Namespace, tables: dict[str, Any]) -> list[str]:
+    named = list(dict.fromkeys([*args.surfaces, *(s for s in SURFACES if getattr(args, f"with_{s}", False))]))
+    for s in named:
+        if s not in SURFACES:
+            raise ConfigError(f"unknown front end {s!r}; choose from {', '.join(SURFACES)}")
+    if named:
+        return named
+    table = tables.get("surfaces", {})
+    if not isinstance(table, dict):
+        raise ConfigError("config: [surfaces] must be a table of name = true/false")
+    for key, on in table.items():
+        if key not in SURFACES:
+            raise ConfigError(f"config: unknown key [surfaces].{key} (known: {', '.join(SURFACES)})")
+        if not isinstance(on, bool):
+            raise ConfigError(f"config: [surfaces].{key} must be true or false")
+    chosen = [s for s in SURFACES if table.get(s)]
+    return chosen or ["web"]  # nothing named anywhere: the local web page, the embedded default
+
+
+def _typed(table: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    if key not in table:
+        return default
+    value = table[key]
+    ok = isinstance(value, kind) or (kind is float and isinstance(value, int) and not isinstance(value, bool))
+    if not ok or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"config: [bot].{key} must be {'a number' if kind in (int, float) else 'a string'}, "
+                          f"got {value!r}")
+    return kind(value)
+
+
+def _pick(flag: Any, table: dict[str, Any], key: str, kind: type, default: Any, *, low: float | None = None) -> Any:
+    value = flag if flag is not None else _typed(table, key, kind, default)
+    if low is not None and value < low:
+        raise ConfigError(f"{key} must be at least {low:g}, got {value}")
+    return value
+
+
+def _optional(flag: Any, table: dict[str, Any], key: str, kind: type, *, low: float,
+              default: Any = None) -> Any:
+    """A setting where "unset" means "none" (no quota, no cap)."""
+    value = flag if flag is not None else _typed(table, key, kind, default)
+    if value is not None and value < low:
+        raise ConfigError(f"{key} must be at least {low:g}, got {value}")
+    return value
+
+
+def _port(value: Any) -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"port must be a number, got {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"port must be between 0 and 65535, got {port}")
+    return port
+
+
+def _channels(table: Any) -> list[ChannelConfig]:
+    if not isinstance(table, dict):
+        raise ConfigError('config: [channels] must hold tables like [channels."slack:C0123"]')
+    out = []
+    for name, entry in table.items():
+        where = f'[channels."{name}"]'
+        if name.count(":") != 1 or not all(name.split(":")):
+            raise ConfigError(f'config: {where}: a channel is "platform:channel", e.g. "slack:C0123"')
+        if not isinstance(entry, dict):
+            raise ConfigError(f"config: {where} must be a table")
+        unknown = sorted(set(entry) - _CHANNEL_KEYS)
+        if unknown:
+            raise ConfigError(f"config: unknown key {where}.{unknown[0]} (known: {', '.join(sorted(_CHANNEL_KEYS))})")
+        lists: dict[str, frozenset[str] | None] = {}
+        for key in ("starters", "responders", "admins"):
+            value = entry.get(key)
+            if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+                raise ConfigError(f"config: {where}.{key} must be a list of user ids (strings)")
+            lists[key] = None if value is None else frozenset(value)
+        workspace = entry.get("workspace")
+        if workspace is not None and not isinstance(workspace, str):
+            raise ConfigError(f"config: {where}.workspace must be a path (string)")
+        out.append(ChannelConfig(name, Path(workspace).expanduser().resolve() if workspace else None,
+                                 lists["starters"], lists["responders"], lists["admins"] or frozenset()))
+    return out

@@ -1,0 +1,31 @@
+"""What the bot process expects of a front end (web page, Slack, Discord): its plug-in contract."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from adapters.hub import Hub
+    from adapters.surface import Surface
+
+__all__ = ["Frontend"]
+
+
+class Frontend(Protocol):
+    """One surface's process side. The bot builds every front end, hands their surfaces to one Hub,
+    attaches the hub, starts them, and stops them in reverse order at shutdown."""
+
+    name: str  # "web" | "slack" | "discord": also the ThreadRef.platform it owns
+    surface: Surface
+
+    def attach(self, hub: Hub) -> None:
+        """Called once, after the Hub exists and before start()."""
+        ...
+
+    async def start(self) -> None:
+        """Connect or listen; return once ready to take intents."""
+        ...
+
+    async def stop(self) -> None:
+        """Disconnect; idempotent."""
+        ...
