@@ -37,4 +37,4 @@ async def run_demo(args: argparse.Namespace) -> int:
             return await run_starter(args.task or DEMO_TASK, workspace=workspace, run_dir=run_dir,
                                      timeout_s=timeout, max_asks=None if args.asks < 0 else args.asks,
                                      window=args.window, handoff=not args.no_handoff, env=md.env(config_dir),
-                                     render=render)
+                                     render=render, budget_usd=args.budget)

@@ -1,6 +1,6 @@
 """`flower`: the command. Parses arguments, checks credentials, builds the run, hands it to the terminal.
 
-    flower "task" [--timeout S] [--asks N] [--window T] [--no-handoff] [-w DIR] [-r DIR]
+    flower "task" [--timeout S] [--asks N] [--budget USD] [--window T] [--no-handoff] [-w DIR] [-r DIR]
     flower once "prompt" [-t TOOLS] [-i TEXT] [-p MODE] [-b USD] [-w DIR] [-r DIR]
     flower demo          # offline: a model double plays the model, no API key
 
@@ -52,6 +52,9 @@ def _flow_flags(p: argparse.ArgumentParser, *, timeout: float | None) -> None:
     p.add_argument("--window", type=int, default=None, metavar="TOKENS",
                    help="the model's context window (default: inferred from the model name)")
     p.add_argument("--no-handoff", action="store_true", help="no handoff; fall back to the SDK's own compaction")
+    p.add_argument("--budget", type=float, default=None, metavar="USD",
+                   help="cost cap in dollars: when the run reaches it, it pauses and asks you (+$5 / +$20 / "
+                        "stop) at the prompt; unanswered within --timeout, it stops. Default: no cap")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,14 +132,18 @@ def has_credentials(environ: Mapping[str, str] | None = None) -> bool:
 # -- runs ------------------------------------------------------------------------------------------------
 async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: float, max_asks: int | None,
                       window: int | None, handoff: bool, env: dict[str, str] | None = None,
-                      render: Render | None = None) -> int:
+                      render: Render | None = None, budget_usd: float | None = None) -> int:
     """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code."""
-    from flower_core import Oracle, Runtime, starter_flow
+    from flower_core import BudgetError, Oracle, Runtime, starter_flow
 
     render = render or Render()
+    check_budget(budget_usd)
     workspace.mkdir(parents=True, exist_ok=True)
     try:
-        wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks)
+        wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks,
+                          budget_usd=budget_usd)
+    except BudgetError as exc:
+        raise UsageError(f"flower: {exc}") from exc
     except ValueError as exc:  # no task and no earlier brief to wake from
         raise UsageError('flower: nothing to do here. Give it a task, e.g. flower "add a --json flag to the '
                          'report", or run it in a workspace with an earlier brief to continue.') from exc
@@ -148,12 +155,23 @@ async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: f
     if window:
         runtime_kwargs["window"] = window
     rt = Runtime(**runtime_kwargs)
-    oracle = Oracle(workspace=workspace, run_dir=run_dir, workbench=wf.workbench, env=env)
+    oracle = Oracle(workspace=workspace, run_dir=run_dir, workbench=wf.workbench, env=env, budget=wf.budget)
     try:
         return await Controller(rt, render, channel=wf.channel, oracle=oracle).drive(wf)
     finally:
         oracle.close()
         rt.close()
+
+
+def check_budget(budget_usd: float | None) -> None:
+    """--budget before anything is created: a negative or non-number cap, or 0, is a usage error."""
+    if budget_usd is None:
+        return
+    if not budget_usd >= 0 or budget_usd == float("inf"):
+        raise UsageError(f"flower: --budget must be a number of dollars, 0 or more (got {budget_usd:g}).")
+    if budget_usd == 0:
+        raise UsageError("flower: --budget 0 lets nothing run, so the run is not started. Give a positive cap "
+                         "(e.g. --budget 5), or leave --budget out for no cap.")
 
 
 async def _once(args: argparse.Namespace) -> int:
@@ -193,13 +211,15 @@ def _ask_for_task() -> str:
 async def _go(args: argparse.Namespace) -> int:
     return await run_starter(args.task, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir),
                              timeout_s=args.timeout, max_asks=None if args.asks < 0 else args.asks,
-                             window=args.window, handoff=not args.no_handoff)
+                             window=args.window, handoff=not args.no_handoff, budget_usd=args.budget)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(with_default_command(sys.argv[1:] if argv is None else argv, parser))
     try:
+        if args.cmd in ("go", "demo"):
+            check_budget(args.budget)  # before credentials and before anything is created
         if args.cmd == "demo":
             from bots.demo import run_demo
 

@@ -118,8 +118,14 @@ class Controller:
             cost = float(self.rt.total_cost())
         except Exception:
             cost = 0.0
+        try:  # the cost cap and the oracle's side questions, when this run has them
+            aside = float(self.oracle.total_cost()) if self.oracle is not None else 0.0
+            cap = getattr(getattr(self.rt, "budget", None), "cap", None)
+        except Exception:
+            aside, cap = 0.0, None
         self.render.write(self.render.summary_lines(failed_at=failed_at, cost_usd=cost, interrupted=interrupted,
-                                                    duration_s=time.monotonic() - self._started))
+                                                    duration_s=time.monotonic() - self._started,
+                                                    aside_usd=aside, cap_usd=cap))
 
     # -- interrupt and leaving ----------------------------------------------------------------------
     def _interrupt(self, text: str) -> None:

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import threading
-from typing import TextIO
+from typing import Any, TextIO
 
 from flower_core import Event
 
@@ -26,6 +26,8 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
 _QUIET_KINDS = frozenset({"thinking", "prompt", "task"})
 # Tool calls whose own events say more: a question prints as a question card.
 _SHOWN_ELSEWHERE = frozenset({"mcp__human__ask"})
+BRAKE = "error_max_budget_usd"  # a result's subtype when the CLI stopped at the cost cap it was given
+WARN_SHARE = 0.8
 
 
 def clean(text: str) -> str:
@@ -44,6 +46,11 @@ def _tool_name(tool: str) -> str:
         server, name = tool[5:].split("__", 1)
         return f"{server}.{name}"
     return tool
+
+
+def _money(value: Any) -> str:
+    v = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+    return f"${v:.4f}" if v < 1 else f"${v:.2f}"
 
 
 def _duration(seconds: float) -> str:
@@ -66,6 +73,7 @@ class Render:
         self._color = color
         self._lock = threading.Lock()
         self._shown_asks: set[str] = set()
+        self._budget_warned = False  # the 80%-of-the-cap line is printed once
         self.ui_errors: list[BaseException] = []
 
     # -- output -----------------------------------------------------------------------------
@@ -145,6 +153,11 @@ class Render:
             return [(f"  # context reset: {_one_line(ev.text) or 'conversation reset'}", "warn")]
         if kind == "result":
             cost = p.get("cost_usd")
+            if ev.text == BRAKE:  # the CLI stopped at the cost cap it was given: a pause, not a crash
+                bits = ["cost cap reached"]
+                if isinstance(cost, int | float):
+                    bits.append(f"${cost:.4f}")
+                return [(f"  - {' · '.join(bits)}", "warn")]
             bits = [clean(ev.text) or "result"]
             if p.get("num_turns") is not None:
                 bits.append(f"{p['num_turns']} turns")
@@ -154,17 +167,61 @@ class Render:
         if kind == "system":
             if ev.text == "permission_denied":
                 return [("  ! a tool was refused by the permission settings", "warn")]
+            if p.get("subtype") == "budget":
+                return self._budget(p)
             return []
         if kind in _QUIET_KINDS:
             return []
         # "unknown" and any kind added after this UI was written: one dim line, never a crash.
         return [(f"  · {kind}: {_one_line(ev.text)}".rstrip(), "dim")]
 
+    def _budget(self, p: dict[str, Any]) -> list[tuple[str, str]]:
+        """The cost cap's events: one warning at 80%, and what became of a pause."""
+        phase, total, cap = p.get("phase"), _money(p.get("total")), _money(p.get("cap"))
+        if phase == "set":
+            return [(f"- cost cap {cap}: when the run reaches it, it pauses and asks you here", "dim")]
+        if phase == "spent":
+            share = p.get("share")
+            if isinstance(share, int | float) and WARN_SHARE <= share < 1.0 and not self._budget_warned:
+                self._budget_warned = True
+                return [(f"  ! cost {total} of the {cap} cap ({share:.0%})", "warn")]
+            return []
+        if phase == "raised":
+            out = [(f"  $ cap raised to {cap} — going on in the same session", "ok")]
+            if p.get("note"):
+                out.append((f"    it hears: {_one_line(str(p['note']))}", "dim"))
+            self._budget_warned = False
+            return out
+        if phase in ("stopped", "refused"):
+            return [(f"  x {_one_line(str(p.get('note') or 'stopped at the cost cap'), 300)}", "error")]
+        return []
+
+    def _budget_ask(self, ev: Event) -> list[tuple[str, str]]:
+        p = ev.payload
+        total, cap, aside = _money(p.get("total")), _money(p.get("cap")), p.get("aside")
+        side = f" (side questions {_money(aside)} of it)" if isinstance(aside, int | float) and aside > 0 else ""
+        options = [str(o) for o in p.get("options") or []]
+        out = [(f"  $ Budget reached: spent {total} of the {cap} cost cap{side} — paused", "ask")]
+        for i, opt in enumerate(options, 1):
+            after = ""
+            if opt.startswith("+"):
+                try:
+                    after = f"   (cap {_money(float(p.get('cap') or 0) + float(opt.lstrip('+$')))})"
+                except ValueError:
+                    after = ""
+            out.append((f"     {i}) {_one_line(opt)}{after}", "ask"))
+        out.append((f"     (type 1-{len(options)}, an amount like $2, or words with an amount — "
+                    "\"wrap up within $2\"; Enter alone stops the run)", "dim"))
+        return out
+
     def _ask(self, ev: Event) -> list[tuple[str, str]]:
         p = ev.payload
         ask_id = str(p.get("id", ""))
         state = p.get("state", "asked")
         question = _one_line(ev.text, 500)
+        if state == "asked" and p.get("kind") == "budget":
+            self._shown_asks.add(ask_id)
+            return self._budget_ask(ev)
         if state == "asked":
             self._shown_asks.add(ask_id)
             options = [str(o) for o in p.get("options") or []]
@@ -180,6 +237,9 @@ class Render:
         answer = _one_line(str(p.get("answer", "")))
         if state == "answered":
             return [(f"  + answered: {answer}{about}", "ok")]
+        if p.get("kind") == "budget" and state in ("timeout", "declined"):
+            why = "nobody answered in time" if state == "timeout" else "skipped"
+            return [(f"  ! budget question {why} — the run stops at its cost cap", "warn")]
         if state == "timeout":
             return [(f"  ! nobody answered{about} — it decides on its own and writes the assumption down", "warn")]
         if state == "declined":
@@ -238,8 +298,11 @@ class Render:
         return [("# oracle", "bold"), *body, ("  (the run was not disturbed)", "dim")]
 
     def summary_lines(self, *, failed_at: str | None, cost_usd: float, duration_s: float,
-                      interrupted: bool = False) -> list[tuple[str, str]]:
-        tail = f"cost ${cost_usd:.4f} · {_duration(duration_s)}"
+                      interrupted: bool = False, aside_usd: float = 0.0,
+                      cap_usd: float | None = None) -> list[tuple[str, str]]:
+        side = f" + ${aside_usd:.4f} side questions" if aside_usd > 0 else ""
+        cap = f" (cap ${cap_usd:.2f})" if cap_usd is not None else ""
+        tail = f"cost ${cost_usd:.4f}{side}{cap} · {_duration(duration_s)}"
         if interrupted:
             return [("", ""), (f"! stopped by you · {tail}", "warn")]
         if failed_at:
