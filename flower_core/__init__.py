@@ -26,6 +26,9 @@ _EXPORTS: dict[str, str] = {
     "StepResult": "flower_core.runtime",
     "Resilience": "flower_core.runtime",
     "HandoffPolicy": "flower_core.runtime",
+    "Budget": "flower_core.runtime.budget",
+    "BudgetError": "flower_core.runtime.budget",
+    "ParkPolicy": "flower_core.runtime.parking",
     "classify": "flower_core.runtime",
     "default_window": "flower_core.runtime",
     "SQLiteSessionStore": "flower_core.session_store",
@@ -43,10 +46,11 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "EVENT_KINDS", "AgentSpec", "Ask", "Event", "EventKind", "HandoffPolicy", "HumanChannel", "Lineage", "Mail",
-    "Manifest", "ModelDouble", "Oracle", "Resilience", "Runtime", "SQLiteSessionStore", "Step", "StepAbort",
-    "StepResult", "Workbench", "Workflow", "build_options", "classify", "cli_env", "default_window",
-    "has_credentials", "json_safe", "load_scenario", "normalize", "resolve_env", "starter_flow",
+    "EVENT_KINDS", "AgentSpec", "Ask", "Budget", "BudgetError", "Event", "EventKind", "HandoffPolicy",
+    "HumanChannel", "Lineage", "Mail", "Manifest", "ModelDouble", "Oracle", "ParkPolicy", "Resilience", "Runtime",
+    "SQLiteSessionStore", "Step", "StepAbort", "StepResult", "Workbench", "Workflow", "build_options", "classify",
+    "cli_env", "default_window", "has_credentials", "json_safe", "load_scenario", "normalize", "resolve_env",
+    "starter_flow",
 ]
 
 if TYPE_CHECKING:
@@ -57,6 +61,8 @@ if TYPE_CHECKING:
     from flower_core.manifest import Manifest
     from flower_core.oracle import Oracle
     from flower_core.runtime import HandoffPolicy, Resilience, Runtime, StepResult, classify, default_window
+    from flower_core.runtime.budget import Budget, BudgetError
+    from flower_core.runtime.parking import ParkPolicy
     from flower_core.session_store import SQLiteSessionStore
     from flower_core.spec import AgentSpec, build_options, has_credentials, resolve_env
     from flower_core.starter import starter_flow

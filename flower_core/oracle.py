@@ -3,7 +3,8 @@
 It watches the run's events (``observe`` is an ``on_event`` sink; the last ``window`` events are
 kept) and answers a question through a read-only side agent (Read/Glob/Grep, 12 turns, $0.5) on a
 Runtime of its own under ``<run_dir>/aside``: its sessions, cost and manifest never mix with the
-main run's, and nothing it says enters the main run's context.
+main run's, and nothing it says enters the main run's context. Given the run's ``budget``, its cost
+is booked there as ``aside``: counted against the cap, shown apart.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Oracle:
     """Side questions over the recent event window and the workbench; ``ask`` returns the answer text."""
 
     def __init__(self, *, workspace: str | Path, run_dir: str | Path = "runs", workbench: Any = None,
-                 env: dict[str, str] | None = None, window: int = 60, spec: Any = None) -> None:
+                 env: dict[str, str] | None = None, window: int = 60, spec: Any = None, budget: Any = None) -> None:
         self.workspace = Path(workspace)
         self.run_dir = Path(run_dir) / ASIDE_DIR
         self.workbench = workbench
@@ -59,6 +60,7 @@ class Oracle:
         self.events: deque[Event] = deque(maxlen=window)
         self.spec = spec if spec is not None else roles.oracle()
         self.results: list[Any] = []
+        self.budget = budget  # the run's Budget: side questions are booked there as "aside"
         self._runtime: Any = None
 
     def observe(self, ev: Event) -> None:
@@ -86,6 +88,8 @@ class Oracle:
         result = await rt.run(self.spec, self.prompt(question), step_name=f"oracle#{len(self.results) + 1}",
                               on_event=on_event)
         self.results.append(result)
+        if self.budget is not None:
+            self.budget.book(getattr(result, "cost_usd", 0.0), aside=True, step=result.step)
         if result.ok and result.text.strip():
             return str(result.text)
         return f"(the oracle could not answer: {result.error or 'no answer'})"

@@ -235,3 +235,21 @@ class SQLiteSessionStore(SessionStore):
             if size:
                 return size
         return 0
+
+    def truncate_after(self, session_id: str, entry_uuid: str, *, project_key: str) -> int:
+        """Delete what the main transcript holds after the entry ``entry_uuid``; returns how many rows went.
+
+        For rewriting the tail of a stopped session before it resumes (runtime/parking.py closes a
+        question's tool call this way). Nothing is deleted when the uuid is not in the transcript.
+        """
+        with self._write() as db:
+            row = db.execute("SELECT seq FROM entries WHERE project_key=? AND session_id=? AND subpath='' AND uuid=?",
+                             (project_key, session_id, entry_uuid)).fetchone()
+            if row is None:
+                return 0
+            cur = db.execute("DELETE FROM entries WHERE project_key=? AND session_id=? AND subpath='' AND seq>?",
+                             (project_key, session_id, row[0]))
+            if cur.rowcount:
+                db.execute("UPDATE transcripts SET mtime=? WHERE project_key=? AND session_id=? AND subpath=''",
+                           (self._next_mtime(db), project_key, session_id))
+            return int(cur.rowcount)

@@ -20,6 +20,7 @@ from typing import Any
 from flower_core import roles
 from flower_core.documents import Verdict, brief_missing, goal_complete
 from flower_core.lineage import Lineage
+from flower_core.runtime.budget import DEFAULT_STEPS, REFUSED, Budget, BudgetError
 from flower_core.workbench import Workbench
 from flower_core.workflow import Ctx, Step, StepAbort, Workflow, current_run
 
@@ -174,13 +175,21 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
                  timeout_s: float | None = 1800.0, max_asks: int | None = None, rounds: int = 3,
                  goal: bool = True, clarify_only: bool = False, new: bool = False, instructions: str = "",
                  worker_prompt: str = roles.WORKER_PROMPT, home: str | Path | None = None,
-                 brief_name: str = "需求.md", goal_name: str = "目标.md", qa_name: str = "问答记录.md") -> Workflow:
+                 brief_name: str = "需求.md", goal_name: str = "目标.md", qa_name: str = "问答记录.md",
+                 budget_usd: float | None = None, budget_steps: tuple[float, ...] = DEFAULT_STEPS) -> Workflow:
     """clarify -> goal -> work, with ``wf.workbench`` and ``wf.channel`` ready for the driver.
 
     ``new=True`` archives the lineage, brief and goal first (into ``notes/archive/<time>/``).
-    Raises ValueError when there is nothing to do: no task and no frozen brief to wake from.
+    ``budget_usd`` is the cost cap (``wf.budget``): at it the run asks through the channel whether to
+    go on (+``budget_steps``) or stop; None = no cap. Raises BudgetError (a ValueError) for a cap of
+    0 (nothing may run) or a bad one, before anything is touched; ValueError when there is nothing
+    to do: no task and no frozen brief to wake from.
     """
     from flower_core.human import HumanChannel  # the channel pulls in the SDK's MCP helpers lazily
+
+    budget = Budget(budget_usd, steps=budget_steps) if budget_usd is not None else None
+    if budget is not None and budget.cap == 0:
+        raise BudgetError(REFUSED)
 
     wb = Workbench(workspace, home, brief_name=brief_name, goal_name=goal_name, qa_name=qa_name)
     wb.refresh()
@@ -191,6 +200,8 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     if not waking and not task:
         raise ValueError("starter_flow needs a task, e.g. starter_flow('build me X', ...)")
     channel = HumanChannel(log_path=wb.qa_log, amend_path=wb.brief, max_asks=max_asks, timeout_s=timeout_s)
+    if budget is not None:
+        budget.channel = channel
     remark = task if waking else ""
     if remark and remark not in _read(wb.brief):
         channel.amend(remark, label=WAKE_LABEL)  # the judge and later steps read the brief, not this process
@@ -199,4 +210,4 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
         if goal:
             steps.append(_goal_step(channel, wb, always_set=bool(remark)))
         steps.append(_work_step(channel, wb, remark, worker_prompt=worker_prompt, goal=goal, rounds=rounds))
-    return Workflow(steps, name="starter", channel=channel, workbench=wb)
+    return Workflow(steps, name="starter", channel=channel, workbench=wb, budget=budget)

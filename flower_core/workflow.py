@@ -109,7 +109,11 @@ def current_run() -> RunState:
 
 @dataclass
 class Workflow:
-    """Steps in order. ``channel`` (a HumanChannel) gets ``on_event`` wired by ``run`` if it has none."""
+    """Steps in order. ``channel`` (a HumanChannel) gets ``on_event`` wired by ``run`` if it has none.
+
+    ``budget`` (a ``runtime.budget.Budget``, dollars, or None) is the run's cost cap: ``run`` hands it to the
+    runtime, and it asks through ``channel`` and reports through ``on_event`` unless it has its own.
+    """
 
     steps: list[Step]
     name: str = "workflow"
@@ -117,6 +121,7 @@ class Workflow:
     channel: Any = None
     workbench: Any = None
     continuous: bool = True
+    budget: Any = None
     # Filled by run(); readable by drivers and UIs.
     results: dict[str, Any] = field(default_factory=dict, init=False)
     sessions: dict[str, str] = field(default_factory=dict, init=False)
@@ -129,6 +134,10 @@ class Workflow:
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"duplicate step names: {sorted(dup)}")
+        if self.budget is not None and not hasattr(self.budget, "bind"):  # dollars: a Budget of that cap
+            from flower_core.runtime.budget import Budget  # the runtime package imports the SDK: load lazily
+
+            self.budget = Budget(self.budget)
 
     async def run(self, runtime: Any, *, on_event: EventSink | None = None,
                   on_step: Callable[[Step, Any], None] | None = None) -> Ctx:
@@ -138,6 +147,8 @@ class Workflow:
         self.aborted = None
         if on_event is not None and self.channel is not None and getattr(self.channel, "on_event", None) is None:
             self.channel.on_event = on_event
+        if self.budget is not None:
+            self.budget.bind(runtime=runtime, channel=self.channel, on_event=on_event)
         lineage = self._open_lineage(runtime)
         woken: dict[str, str] = {}
         if lineage is not None:
@@ -194,6 +205,8 @@ class Workflow:
         for attempt in range(step.retries + 1):
             result = await runtime.run(spec, prompt, step_name=label, resume=resume, fork=fork, on_event=sink)
             self._remember(step.name, getattr(result, "session_id", None), lineage)
+            if getattr(getattr(runtime, "budget", None), "stopped", None):  # stopped at the cost cap: no retry
+                break
             try:
                 passed = await self._judge(step, result, ctx)
             except StepAbort as exc:  # another round will not help: keep the remaining retries

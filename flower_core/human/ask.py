@@ -28,6 +28,10 @@ class Ask:
     settled_at: float | None = field(default=None, repr=False)
     # The text the model got back for this question (fixed text, answer, or what was wrong).
     reply: str = field(default="", repr=False)
+    # A question the runtime itself asks (e.g. "budget"), not the model: front ends may render it
+    # specially from ``facts``; it never counts against the model's question quota.
+    kind: str = ""
+    facts: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def waited_s(self) -> float:
@@ -40,19 +44,17 @@ class Ask:
         return self.state != "asked"
 
     def event(self, remaining: int = 0) -> Event:
-        return Event(
-            "ask",
-            text=self.question,
-            payload={
-                "id": self.id,
-                "options": list(self.options),
-                "state": self.state,
-                "answer": self.answer,
-                "remaining": remaining,
-                "asked_at": self.asked_at,
-            },
-            raw=self,
-        )
+        payload: dict[str, Any] = {
+            "id": self.id,
+            "options": list(self.options),
+            "state": self.state,
+            "answer": self.answer,
+            "remaining": -1 if self.kind else remaining,  # the quota is the model's, not the runtime's
+            "asked_at": self.asked_at,
+        }
+        if self.kind:
+            payload = {**self.facts, "kind": self.kind, **payload}
+        return Event("ask", text=self.question, payload=payload, raw=self)
 
 
 def check_question(question: Any, options: Any) -> tuple[str, list[str], str]:

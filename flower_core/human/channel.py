@@ -71,6 +71,7 @@ class HumanChannel:
         self._pull_waiters: list[asyncio.Future[None]] = []
         self._counted = 0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._parked: set[str] = set()  # asks taken off their tool call (the CLI was closed); never shrinks
 
     # ----- names and server -------------------------------------------------------------------------
 
@@ -103,22 +104,27 @@ class HumanChannel:
         """Put a question to the human and return the text the model should read. Raises only CancelledError."""
         return (await self.ask_outcome(question, options)).reply
 
-    async def ask_outcome(self, question: str, options: list[str] | None = None) -> Ask:
-        """Like ask(), but returns the settled Ask (state, answer, reply)."""
+    async def ask_outcome(self, question: str, options: list[str] | None = None, *, kind: str = "",
+                          facts: dict[str, Any] | None = None) -> Ask:
+        """Like ask(), but returns the settled Ask (state, answer, reply).
+
+        ``kind`` marks a question the runtime asks on its own behalf (e.g. "budget", with ``facts``
+        for the payload): it is not counted against ``max_asks`` and never refused as over_budget.
+        """
         loop = asyncio.get_running_loop()
         self._remember_loop()
         q, opts, problem = check_question(question, options)
         immediate = ""
         fut: asyncio.Future[None] | None = None
         with self._lock:
-            ask = Ask(id=f"q{len(self.asks) + 1}", question=q, options=opts)
+            ask = Ask(id=f"q{len(self.asks) + 1}", question=q, options=opts, kind=kind, facts=dict(facts or {}))
             self.asks.append(ask)
             if problem:
                 immediate = "invalid"
-            elif self.max_asks is not None and self._counted >= self.max_asks:
+            elif not kind and self.max_asks is not None and self._counted >= self.max_asks:
                 immediate = "over_budget"
             else:
-                self._counted += 1
+                self._counted += 0 if kind else 1
                 if self.timeout_s is not None and self.timeout_s <= 0:
                     immediate = "timeout"
             if immediate:
@@ -134,8 +140,10 @@ class HumanChannel:
         self._wake_pullers()
         try:
             await asyncio.wait({fut}, timeout=self.timeout_s)
+            if ask.id in self._parked:  # the runtime is closing this call: it must never return to the CLI
+                await loop.create_future()
         except asyncio.CancelledError:
-            if self._claim(ask.id):
+            if ask.id not in self._parked and self._claim(ask.id):
                 self._finish(ask, "cancelled", "")
             raise
         if not fut.done() and self._claim(ask.id):
@@ -223,6 +231,67 @@ class HumanChannel:
     def pending_mail(self) -> list[Mail]:
         with self._lock:
             return [m for m in self.mail if m.state == "queued"]
+
+    # ----- parking: the runtime closes the CLI while a question waits (runtime/parking.py) -------------
+
+    def park(self, ask_id: str) -> bool:
+        """Take a waiting question off its tool call: that call never returns (the runtime is closing
+        the CLI) and the outcome is collected with ``settled()``. False if it is not waiting."""
+        with self._lock:
+            if ask_id in self._claimed or ask_id not in self._futures:
+                return False
+            self._parked.add(ask_id)
+            return True
+
+    async def settled(self, ask_id: str) -> Ask:
+        """Wait for a parked question's outcome. It times out ``timeout_s`` after it was first asked;
+        cancelling the wait settles it as "cancelled", as cancelling its tool call would."""
+        with self._lock:
+            ask = next(a for a in self.asks if a.id == ask_id)
+            fut = self._futures.get(ask_id)
+        if fut is None:
+            return ask  # settled already
+        left = None if self.timeout_s is None else max(0.0, ask.asked_at + self.timeout_s - time.time())
+        try:
+            await asyncio.wait({fut}, timeout=left)
+        except asyncio.CancelledError:
+            if self._claim(ask_id):
+                self._finish(ask, "cancelled", "")
+            raise
+        if not fut.done() and self._claim(ask_id):
+            self._finish(ask, "timeout", "")
+        else:
+            await fut
+        return ask
+
+    def withdraw(self, ask_id: str) -> bool:
+        """Settle a waiting question as "cancelled" (the run was interrupted instead). False if not waiting."""
+        return self._settle_from_anywhere(ask_id, "cancelled", "")
+
+    def restore(self, question: str, options: list[str], asked_at: float) -> Ask:
+        """Re-open a question parked by an earlier process: waiting and parked from the start, timed from
+        its first ``asked_at``. Emits its "asked" event again (front ends find their old card by it)."""
+        loop = asyncio.get_running_loop()
+        self._remember_loop()
+        with self._lock:
+            ask = Ask(id=f"q{len(self.asks) + 1}", question=question, options=list(options), asked_at=asked_at)
+            self.asks.append(ask)
+            self._counted += 1
+            self._futures[ask.id] = loop.create_future()
+            self._parked.add(ask.id)
+        self._emit(ask.event(self.remaining))
+        self._wake_pullers()
+        return ask
+
+    def requeue(self, texts_: list[str]) -> list[Mail]:
+        """Queue mail kept from an earlier process as is: it was amended and reported there already."""
+        with self._lock:
+            out = []
+            for body in texts_:
+                mail = Mail(id=f"m{len(self.mail) + 1}", text=body)
+                self.mail.append(mail)
+                out.append(mail)
+            return out
 
     def transcript(self) -> str:
         with self._lock:

@@ -24,6 +24,9 @@ CONNECT_TIMEOUT = 120.0
 INTERRUPT_TIMEOUT = 10.0
 DRAIN_TIMEOUT = 30.0
 DISCONNECT_TIMEOUT = 30.0
+# prompt=None: the CLI continues an interrupted turn on its own (a parked run resuming); if it has not
+# started within this long it declined to (see docs/parking.md), and the attempt fails instead of idling.
+CONTINUE_TIMEOUT = 60.0
 RECENT_CALLS = 12
 
 
@@ -58,6 +61,7 @@ class Outcome:
     tool_calls: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_CALLS))
     subtype: str = ""
     terminal_reason: str | None = None
+    stop_reason: str | None = None  # the last model message's: "end_turn" = the turn had finished
 
     @property
     def text(self) -> str:
@@ -80,7 +84,7 @@ class Attempt:
     """Drive one CLI process. ``on_events`` sees every normalized batch (it must not raise much:
     exceptions are swallowed); ``on_session`` is told each new session id the moment it appears."""
 
-    def __init__(self, options: ClaudeAgentOptions, prompt: str, *, signal: StopSignal | None = None,
+    def __init__(self, options: ClaudeAgentOptions, prompt: str | None, *, signal: StopSignal | None = None,
                  on_events: Callable[[list[Event]], None] | None = None,
                  on_session: Callable[[str], None] | None = None,
                  idle_timeout: float | None = None) -> None:
@@ -92,12 +96,14 @@ class Attempt:
         self.idle_timeout = idle_timeout
         self.out = Outcome()
         self._result: ResultMessage | None = None
+        self._first = prompt is None  # waiting for a continued turn's first message
 
     async def run(self) -> Outcome:
         client = ClaudeSDKClient(self.options)
         try:
             await asyncio.wait_for(client.connect(), CONNECT_TIMEOUT)
-            await client.query(self.prompt)
+            if self.prompt is not None:
+                await client.query(self.prompt)
             await self._pump(client)
         except asyncio.CancelledError:
             # Abort the turn in flight before hanging up: on a bare stdin EOF the CLI would finish the
@@ -137,18 +143,27 @@ class Attempt:
         stream = client.receive_response().__aiter__()
         while True:
             try:
-                msg = await asyncio.wait_for(stream.__anext__(), self.idle_timeout)
+                msg = await asyncio.wait_for(stream.__anext__(), self._next_timeout())
             except StopAsyncIteration:
                 return
             except TimeoutError:
+                if self._first:
+                    self.out.error = f"the CLI did not continue the interrupted turn within {self._next_timeout():.0f}s"
+                    return
                 self.out.error = f"timeout: no message from the CLI for {self.idle_timeout:.0f}s"
                 return
             except Exception as exc:
                 self.out.error = _short(exc)
                 return
+            self._first = False
             self._take(msg)
             if isinstance(msg, ResultMessage):
                 return
+
+    def _next_timeout(self) -> float | None:
+        if not self._first:
+            return self.idle_timeout
+        return CONTINUE_TIMEOUT if self.idle_timeout is None else min(CONTINUE_TIMEOUT, self.idle_timeout)
 
     def _take(self, msg: Any) -> None:
         sid = _session_of(msg)
@@ -183,6 +198,7 @@ class Attempt:
             out.num_turns = int(res.num_turns or 0)
             out.subtype = res.subtype
             out.terminal_reason = res.terminal_reason
+            out.stop_reason = res.stop_reason
             out.status = res.api_error_status
             out.session_id = out.session_id or res.session_id
             if not res.is_error and res.subtype == "success" and out.error is None:

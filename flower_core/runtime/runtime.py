@@ -3,7 +3,8 @@
 Each attempt is one CLI process (``attempt.Attempt``). The loop in ``_drive`` has four exits per
 attempt, checked in this order: context full (hand off to a fresh session), human interrupt
 (resume the same session with the human's words), success, failure (retry when transient).
-Interrupts and handoffs never consume ``max_attempts``.
+Interrupts and handoffs never consume ``max_attempts``. Before every attempt the cost cap's gate
+(``budget.Budget``) may ask the owner first; a pause at the cap resumes like an interrupt.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from claude_agent_sdk import ClaudeAgentOptions, project_key_for_directory
 from flower_core.events import Event
 from flower_core.manifest import Manifest
 from flower_core.runtime.attempt import Attempt, Outcome, StopSignal
+from flower_core.runtime.budget import Budget, halt
 from flower_core.runtime.generation import RunState, write_generation_handoff
 from flower_core.runtime.handoff import (
     INTERRUPT_NOTE,
@@ -33,6 +35,8 @@ from flower_core.runtime.handoff import (
     human_addendum,
     interrupt_prompt,
 )
+from flower_core.runtime.parked import ParkRecords
+from flower_core.runtime.parking import Parking, ParkPolicy
 from flower_core.runtime.resilience import Resilience, classify
 from flower_core.runtime.results import StepResult
 from flower_core.session_store import SQLiteSessionStore
@@ -50,6 +54,9 @@ class Runtime:
     ``env`` overlays the host environment for the CLI (credentials otherwise come from
     ``os.environ``). ``window`` / ``max_generations`` override the handoff policy's.
     ``on_session`` is called the moment a step obtains a new session id (exceptions swallowed).
+    ``budget`` is the run's cost cap (a ``Budget``, or dollars; None = no cap, 0 = refuse to start).
+    ``park`` closes the CLI while a question waits longer than that many seconds (a ``ParkPolicy``,
+    or seconds; None = never) and resumes the same session once it is settled (see parking.py).
     """
 
     INTERRUPTED = "interrupted-by-human"
@@ -60,7 +67,8 @@ class Runtime:
     def __init__(self, *, workspace: str | Path, run_dir: str | Path = "runs", workbench: Any = None,
                  resilience: Resilience | bool = True, handoff: HandoffPolicy | bool = True,
                  env: Mapping[str, str] | None = None, window: int | None = None,
-                 max_generations: int | None = None, on_session: Callable[[str], None] | None = None) -> None:
+                 max_generations: int | None = None, on_session: Callable[[str], None] | None = None,
+                 budget: Budget | float | None = None, park: ParkPolicy | float | None = None) -> None:
         self.workspace = Path(workspace).expanduser().resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(run_dir).expanduser().resolve()
@@ -80,6 +88,11 @@ class Runtime:
         self.cli_stderr: deque[str] = deque(maxlen=200)
         self._active: list[RunState] = []
         self._lock = threading.Lock()
+        self.budget = Budget.coerce(budget)
+        self.budget.watch(self._budget_reached)
+        self.parking = Parking(ParkPolicy.coerce(park), store=self.store, project_key=lambda: self.project_key,
+                               records=ParkRecords(self.run_dir / "parked"), attempt=self._attempt,
+                               absorb=self._absorb, emit=self.emit)
 
     # -- small public surface -----------------------------------------------------------------------
     @property
@@ -124,6 +137,21 @@ class Runtime:
                 state.loop.call_soon_threadsafe(state.poke)
         return bool(states)
 
+    def use_budget(self, budget: Budget) -> None:
+        """Adopt a run's budget (a Workflow brings its own): the cap and the books are shared."""
+        if budget is not self.budget:
+            self.budget.unwatch(self._budget_reached)
+            self.budget = budget
+            budget.watch(self._budget_reached)
+
+    def _budget_reached(self) -> None:
+        """Spend a running attempt cannot see reached the cap: stop it at its next message boundary."""
+        with self._lock:
+            states = list(self._active)
+        for state in states:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nothing left to stop
+                state.loop.call_soon_threadsafe(halt, state)
+
     def rescue(self) -> None:
         """For signal handlers (sync, small writes): record in-flight steps as killed in the manifest."""
         self._rescued = True
@@ -167,7 +195,13 @@ class Runtime:
         cur_resume, cur_fork = resume, fork
         while True:
             state.poked.clear()
+            gate = await self.budget.gate(result.step)  # at the cost cap: asks the owner before going on
+            if gate.stop:
+                result.error = gate.error
+                return
             words = state.take_pending()
+            if gate.words:
+                words = f"{gate.words}\n\n{words}" if words else gate.words
             if cur_prompt is None:
                 cur_prompt = interrupt_prompt(words or "")
             elif words is not None:
@@ -175,7 +209,7 @@ class Runtime:
             if cur_resume and not cur_fork:
                 state.set_session(cur_resume)
             try:
-                out = await self._attempt(spec, cur_prompt, cur_resume, cur_fork, state)
+                out = await self.parking.attempt(spec, cur_prompt, cur_resume, cur_fork, state)  # may park inside
             except (ValueError, TypeError) as exc:  # options that cannot be built: no attempt will help
                 result.error = f"invalid agent options: {exc}"
                 return
@@ -192,6 +226,12 @@ class Runtime:
                 state.new_generation()
                 gen_prompt, gen_resume, gen_fork = doc.prompt_block(), None, False
                 cur_prompt, cur_resume = gen_prompt, None
+                continue
+            if out.stopped == Budget.KIND:  # paused at the cap: the gate above asks, then the same session goes on
+                if sid:
+                    cur_prompt, cur_resume = None, sid
+                else:
+                    cur_prompt, cur_resume, cur_fork = gen_prompt, gen_resume, gen_fork
                 continue
             if out.stopped == "interrupt" or state.has_pending():
                 if not sid:
@@ -237,7 +277,7 @@ class Runtime:
             "session_id": out.session_id or state.session}))
         return delay
 
-    async def _attempt(self, spec: AgentSpec, prompt: str, resume: str | None, fork: bool, state: RunState,
+    async def _attempt(self, spec: AgentSpec, prompt: str | None, resume: str | None, fork: bool, state: RunState,
                        *, writing: bool = False) -> Outcome:
         """One attempt. ``writing`` = the handoff-writing round: no budget cap, no UI, no threshold."""
         effective = spec
@@ -245,8 +285,11 @@ class Runtime:
             effective = replace(effective, extra={**spec.extra, _FORWARD: True})
         if self.handoff.enabled and spec.compact is None:
             effective = replace(effective, compact="off")  # two context mechanisms at once hide who did what
+        limit = None if writing else self.budget.limit(effective.max_budget_usd)
         if writing:
             effective = replace(effective, max_budget_usd=None)
+        elif limit is not None:  # the CLI stops at the message that reaches what is left of the cap
+            effective = replace(effective, max_budget_usd=limit.usd)
         options = build_options(effective, cwd=self.workspace, env=self.env, resume=resume, fork=fork,
                                 session_store=self.store, stderr=self.cli_stderr.append)
         signal = StopSignal()
@@ -257,7 +300,9 @@ class Runtime:
                               on_events=None if writing else partial(self._on_events, state),
                               on_session=None if writing else partial(self._on_session, state),
                               idle_timeout=self.resilience.idle_timeout)
-            return await attempt.run()
+            out = await attempt.run()
+            self.budget.settle(out, limit, step=state.result.step)
+            return out
         finally:
             if state.signal is signal:
                 state.signal = None
@@ -281,6 +326,8 @@ class Runtime:
 
     def _on_events(self, state: RunState, events: list[Event]) -> None:
         for ev in events:
+            if self.parking.observe(state, ev):
+                continue  # the CLI's own closing of a call being parked: rewritten, never shown
             state.observe(ev)
             self.emit(state, ev)
             if self.handoff.enabled and not state.writing:

@@ -1,0 +1,184 @@
+"""Parked runs: what N runs waiting on questions cost one bot process, and how fast an answer lands.
+
+One Hub (memory surface keeping no contents, SQLite state store, the model double in this process)
+starts runs that each ask a question; with `park_after_s` = 0.2 s every run closes its CLI once the
+question has waited that long. Runs are started a few at a time (a CLI start is the expensive part)
+until N are parked. Printed:
+  1. at each N asked for: RSS of this process plus all its children (read from /proc; the CLIs are
+     gone, so that is the whole tree), per parked run above the warmed-up baseline, open fds per run;
+  2. K parked runs answered one at a time: time from `Hub.answer` to the model double receiving the
+     request that carries the answer as the tool result (a CLI start + a session resume), p50/p95;
+  3. how many parked runs one 24 GB machine holds at the measured cost per run.
+Run: .venv/bin/python -m bench.bench_parking [N ...] [--answer K]   (default: 100, K = 20)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from adapters.hub import Hub, RunPlan
+from adapters.memory_surface import MemorySurface
+from adapters.state import SQLiteStateStore
+from adapters.surface import ThreadRef
+from adapters.view import ViewConfig
+from flower_core import AgentSpec, Event, HumanChannel, Step, Workflow
+from flower_core.devmodel import ModelDouble, parse_scenario
+
+MACHINE_GB = 24
+CONCURRENT = 4  # runs starting at once (CLIs alive at once while they start, ask and park)
+SCENARIO = parse_scenario({"name": "parking", "conversation": [{"name": "main", "turn": [
+    {"say": "One question first.", "call": [{"tool": "mcp__human__ask",
+                                             "input": {"question": "Which colour?", "options": ["red", "blue"]}}]},
+    {"say": "Going with {last_tool_result}."},
+]}]})
+
+
+def _factory(plan: RunPlan) -> Workflow:
+    ch = HumanChannel(timeout_s=24 * 3600)
+    spec = AgentSpec(name="asker", allowed_tools=["Read"], channel=ch, max_turns=6)
+    return Workflow([Step("ask", spec, f"ask: {plan.task}")], channel=ch)
+
+
+def _tree_rss_kb() -> tuple[int, int]:
+    """(RSS of this process + its children in kB, number of children)."""
+    me = os.getpid()
+    total, children = _rss_kb(me), 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me:
+            total += _rss_kb(int(entry))
+            children += 1
+    return total, children
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+class Bench:
+    def __init__(self, tmp: Path, md: ModelDouble) -> None:
+        self.md = md
+        self.surface = MemorySurface(record=False, keep=False)
+        self.store = SQLiteStateStore(tmp / "state.db")
+        self.hub = Hub(self.surface, self.store, root=tmp / "runs", env=md.env(tmp / "cli"), factory=_factory,
+                       max_runs=CONCURRENT, max_parked=1_000_000, park_after_s=0.2, oracle=True,
+                       view=ViewConfig(status_every_s=30.0, prose_linger_s=1.0))
+        self.parked_now = asyncio.Event()
+        self.hub.taps.append(self._tap)
+        self.n = 0
+
+    def _tap(self, run_id: str, ev: Event) -> None:
+        if ev.kind == "system" and ev.text == "parked":
+            self.parked_now.set()
+
+    async def park_until(self, target: int) -> float:
+        """Start runs until `target` are parked; returns the seconds it took."""
+        t0 = time.perf_counter()
+        while len(self.hub.parked()) < target:
+            self.parked_now.clear()
+            while len(self.hub.running()) < CONCURRENT and len(self.hub.live) < target:
+                self.n += 1
+                started = await self.hub.start(f"run {self.n}", ThreadRef("memory", f"C{self.n % 50}",
+                                                                          f"t{self.n}"), "bench")
+                if not started.ok:
+                    raise RuntimeError(started.message)
+            self.md.requests.clear()  # the double keeps request bodies; this bench measures the bridge
+            if len(self.hub.parked()) < target:
+                await asyncio.wait_for(self.parked_now.wait(), 120)
+        return time.perf_counter() - t0
+
+    async def answer(self, run_id: str, token: str) -> float:
+        """Answer a parked run; seconds until the model receives the answer as its tool result."""
+        self.md.requests.clear()
+        t0 = time.perf_counter()
+        done = await self.hub.answer(run_id, "1-q1", token, "bench")
+        if not done.ok:
+            raise RuntimeError(done.message)
+        await self.md.wait_for(lambda reqs: any(r.last_tool_result == token for r in reqs), 120)
+        got = next(r for r in self.md.requests if r.last_tool_result == token)
+        await self.hub.wait(run_id)
+        return got.received_at - t0
+
+
+async def _run(sizes: list[int], k: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        async with ModelDouble(SCENARIO) as md:
+            b = Bench(tmp, md)
+            try:
+                await _measure(b, sizes, k)
+            finally:
+                await b.hub.close()
+                b.store.close()
+    print("command: .venv/bin/python -m bench.bench_parking " + " ".join(map(str, sizes)) + f" --answer {k}")
+
+
+async def _measure(b: Bench, sizes: list[int], k: int) -> None:
+    # Warm-up: one run parked and answered, so imports and caches are paid before the baseline.
+    await b.park_until(1)
+    await b.answer(b.hub.parked()[0], "warm")
+    gc.collect()
+    base_kb, _ = _tree_rss_kb()
+    base_fds = _fds()
+    print(f"baseline (hub + double, warmed up): tree RSS {base_kb / 1024:.1f} MB, {base_fds} fds")
+    took, per_mb, fds_per_run, n = 0.0, 0.0, 0.0, 0
+    for n in sorted(sizes):
+        took += await b.park_until(n)
+        gc.collect()
+        kb, children = _tree_rss_kb()
+        per_mb, fds_per_run = (kb - base_kb) / n / 1024, (_fds() - base_fds) / n
+        print(f"N={n:>5} parked: tree RSS {kb / 1024:8.1f} MB ({children} child processes), {per_mb:6.3f} MB "
+              f"per parked run above the baseline, {fds_per_run:4.1f} open files per run (filled in {took:.0f}s)",
+              flush=True)
+    lat = sorted([await b.answer(rid, f"answer-{i}") for i, rid in enumerate(b.hub.parked()[:k])])
+    p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))]
+    print(f"answer -> the model has it as the tool result (a CLI start + resume): p50 {statistics.median(lat):.2f} s, "
+          f"p95 {p95:.2f} s, max {lat[-1]:.2f} s over {len(lat)} runs")
+    room = MACHINE_GB * 1024 - base_kb / 1024
+    print(f"one {MACHINE_GB} GB machine at {per_mb:.3f} MB per parked run (measured at N={n}): about "
+          f"{room / per_mb:,.0f} parked runs by memory (less what the OS and the running runs' CLIs, "
+          "~190 MB each, take)")
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if fds_per_run > 0:
+        print(f"open files: {fds_per_run:.1f} per parked run (its SQLite session store), so this process's limit of "
+              f"{soft} holds about {soft / fds_per_run:,.0f} parked runs unless it is raised")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    k = 20
+    if "--answer" in args:
+        i = args.index("--answer")
+        k = int(args[i + 1])
+        args = args[:i] + args[i + 2:]
+    sizes = [int(a) for a in args] or [100]
+    asyncio.run(_run(sizes, k))
+
+
+if __name__ == "__main__":
+    main()

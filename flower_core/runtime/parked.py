@@ -1,0 +1,150 @@
+"""What a parked run leaves behind: its record on disk, and the surgery on its stored session.
+
+A parked session ends with the assistant turn whose ``mcp__human__ask`` call is waiting. Before it
+resumes, the call's result is written into the session exactly as the CLI writes a tool result
+(same entry shape, chained to the call's turn), so the resumed transcript is well formed: every
+``tool_use`` is answered by its ``tool_result`` in the next user message. The facts this relies on
+were checked against the bundled CLI: docs/parking.md.
+
+``ParkRecord`` (one JSON file per parked session, ``<run_dir>/parked/<session_id>.json``) is what a
+new process needs to pick a parked question up again after a restart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# The CLI continues an interrupted turn by itself when told to (it then sends the stored history plus
+# one short user note, and no "No response requested." stand-in turn); its age limit is lifted because
+# a parked question may wait for hours. Verified in docs/parking.md.
+CONTINUE_ENV = "CLAUDE_CODE_RESUME_INTERRUPTED_TURN"
+CONTINUE_PROMPT_ENV = "CLAUDE_CODE_RESUME_PROMPT"
+CONTINUE_MAX_AGE_ENV = "CLAUDE_CODE_RESUME_INTERRUPTED_TURN_MAX_AGE_MS"
+CONTINUE_MAX_AGE_MS = 10 * 365 * 24 * 3600 * 1000
+# Copied from the call's turn onto the result entry, as the CLI itself does.
+_INHERITED = ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch")
+_MESSAGES = ("user", "assistant")
+
+
+def continue_env(note: str) -> dict[str, str]:
+    """Environment that makes a resumed CLI continue the stored turn, with ``note`` as its user text."""
+    return {CONTINUE_ENV: "1", CONTINUE_PROMPT_ENV: note, CONTINUE_MAX_AGE_ENV: str(CONTINUE_MAX_AGE_MS)}
+
+
+# ---- transcript entries (pure) ------------------------------------------------------------------------
+def _content(entry: Mapping[str, Any]) -> list[Any]:
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
+
+
+def call_entry(entries: list[dict[str, Any]], call_id: str) -> dict[str, Any] | None:
+    """The main-thread assistant entry that holds the tool_use ``call_id`` (None if not stored)."""
+    for entry in reversed(entries):
+        if entry.get("type") != "assistant" or entry.get("isSidechain"):
+            continue
+        if any(isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == call_id
+               for b in _content(entry)):
+            return entry
+    return None
+
+
+def open_call(entries: list[dict[str, Any]], call_id: str) -> dict[str, Any] | None:
+    """The call's entry when it is still the session's last message (nothing answered or followed it)."""
+    entry = call_entry(entries, call_id)
+    if entry is None:
+        return None
+    after = entries[entries.index(entry) + 1:]
+    return None if any(e.get("type") in _MESSAGES for e in after) else entry
+
+
+def result_entry(call: Mapping[str, Any], call_id: str, text: str, *, is_error: bool = False,
+                 now: float | None = None) -> dict[str, Any]:
+    """The user entry that answers ``call_id`` with ``text``, shaped like the CLI's own for an MCP result."""
+    block: dict[str, Any] = {"tool_use_id": call_id, "type": "tool_result",
+                             "content": [{"type": "text", "text": text}]}
+    if is_error:
+        block["is_error"] = True
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    entry: dict[str, Any] = {
+        "parentUuid": call.get("uuid"),
+        "isSidechain": False,
+        "type": "user",
+        "message": {"role": "user", "content": [block]},
+        "uuid": str(uuid.uuid4()),
+        "timestamp": stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "toolUseResult": [{"type": "text", "text": text}],
+        "sourceToolAssistantUUID": call.get("uuid"),
+    }
+    entry.update({k: call[k] for k in _INHERITED if k in call})
+    return entry
+
+
+# ---- the record ------------------------------------------------------------------------------------
+@dataclass
+class ParkRecord:
+    """A parked question: which session and call it closes, and what to ask again in a new process."""
+
+    session_id: str
+    call_id: str
+    step: str
+    question: str
+    options: list[str] = field(default_factory=list)
+    asked_at: float = 0.0
+    parked_at: float = field(default_factory=time.time)
+    mail: list[str] = field(default_factory=list)  # inbox mail still queued when the process went away
+
+
+class ParkRecords:
+    """The records of one run_dir, one small JSON file each (written atomically; unreadable = absent)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+
+    def _path(self, session_id: str) -> Path:
+        return self.folder / f"{Path(session_id).name}.json"
+
+    def save(self, record: ParkRecord) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self._path(record.session_id)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(dataclasses.asdict(record), ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def load(self, session_id: str) -> ParkRecord | None:
+        try:
+            raw = json.loads(self._path(session_id).read_text(encoding="utf-8"))
+            names = {f.name for f in dataclasses.fields(ParkRecord)}
+            record = ParkRecord(**{k: v for k, v in raw.items() if k in names})
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("park record for %s unreadable: %r", session_id, exc)
+            return None
+        return record if record.session_id == session_id else None
+
+    def delete(self, session_id: str) -> None:
+        try:
+            self._path(session_id).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("park record for %s not deleted: %r", session_id, exc)
+
+    def all(self) -> list[ParkRecord]:
+        if not self.folder.is_dir():
+            return []
+        found = (self.load(p.stem) for p in sorted(self.folder.glob("*.json")))
+        return [r for r in found if r is not None]

@@ -1,0 +1,342 @@
+"""Parking: a run waiting on a person gives its CLI process back until the person has answered.
+
+A CLI holds ~190 MB while a question waits, and chat questions wait for hours. So once the human
+channel's question has waited ``ParkPolicy.after_s`` and it is the only thing in flight (the model's
+one ``mcp__human__ask`` call: no other tool, subagent or background task running), the attempt is
+stopped at that message boundary and its CLI closed. The session stays in the SessionStore, cut back
+to end on the asking turn; the question stays open in the channel (``HumanChannel.park``).
+
+When the question settles - answered, declined, timed out, or the run is interrupted instead - the
+call's result is written into the session as the tool would have returned it (parked.result_entry)
+and the same session resumes: the CLI continues the turn on its own, so the model reads the answer
+as its tool result, followed by one short note. Nothing else tells it the process was parked.
+
+A run stopped while parked settles its question as "cancelled", like a live one. A record on disk
+(parked.ParkRecord) lets a new process restore the question after a restart: when ``Runtime.run``
+resumes that session, the question is asked again (parked from the start) instead of starting a CLI.
+Events: ``system`` with text "parked" / "unparked" (payload ``subtype`` the same), see ``_event``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, cast
+
+from flower_core.events import Event
+from flower_core.runtime.attempt import Outcome
+from flower_core.runtime.handoff import interrupt_prompt
+from flower_core.runtime.parked import ParkRecord, ParkRecords, call_entry, continue_env, open_call, result_entry
+
+if TYPE_CHECKING:
+    from claude_agent_sdk.types import SessionKey, SessionStoreEntry
+
+    from flower_core.runtime.generation import RunState
+    from flower_core.session_store import SQLiteSessionStore
+
+PARKED, UNPARKED = "parked", "unparked"
+# The one line the model reads after its tool result when a parked run resumes.
+RESUME_NOTE = "(Your question waited a while for the person; their reply is the tool result above. Continue.)"
+# The tool result of a question withdrawn because the person interrupted the run to say something else.
+WITHDRAWN = "(The person interrupted the run instead of answering this question; their message follows.)"
+# The fallback when the call could not be answered in the session: the reply goes in the prompt instead.
+UNANSWERED = "The reply to your question “{question}”: {reply}"
+_DONE_TASKS = frozenset({"completed", "failed", "killed", "stopped", "cancelled"})
+
+AttemptFn = Callable[..., Awaitable[Outcome]]
+
+
+@dataclass
+class ParkPolicy:
+    """When to park. ``after_s``: seconds a question waits before its CLI is closed (None = never).
+    ``allow()`` is asked at that moment (e.g. a front end's limit on parked runs); False = not now."""
+
+    after_s: float | None = None
+    allow: Callable[[], bool] | None = None
+    note: str = RESUME_NOTE
+
+    def __post_init__(self) -> None:
+        if self.after_s is not None and self.after_s < 0:
+            raise ValueError(f"park after_s must be >= 0 or None, not {self.after_s!r}")
+
+    @property
+    def enabled(self) -> bool:
+        return self.after_s is not None
+
+    def allowed(self) -> bool:
+        try:
+            return self.allow is None or bool(self.allow())
+        except Exception:
+            return False
+
+    @classmethod
+    def coerce(cls, value: ParkPolicy | float | None) -> ParkPolicy:
+        """An instance as is; a number is ``after_s``; None means never."""
+        if isinstance(value, ParkPolicy):
+            return value
+        return cls(after_s=None if value is None else float(value))
+
+
+class Calls:
+    """What is in flight in one attempt, from its events: tool calls by id, background tasks."""
+
+    def __init__(self) -> None:
+        self.main: dict[str, tuple[str, Any]] = {}
+        self.side: set[str] = set()  # subagents' calls
+        self.tasks: set[str] = set()
+        self.changed = asyncio.Event()
+
+    def observe(self, ev: Event) -> None:
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        if ev.kind == "tool_call" and isinstance(p.get("id"), str):
+            if p.get("subagent"):
+                self.side.add(p["id"])
+            else:
+                self.main[p["id"]] = (ev.tool, p.get("input"))
+        elif ev.kind == "tool_result":
+            self.main.pop(str(p.get("tool_use_id")), None)
+            self.side.discard(str(p.get("tool_use_id")))
+        elif ev.kind == "task" and isinstance(p.get("task_id"), str):
+            ended = ev.text == "TaskNotificationMessage" or p.get("status") in _DONE_TASKS
+            (self.tasks.discard if ended else self.tasks.add)(p["task_id"])
+        else:
+            return
+        self.changed.set()
+
+    def sole_call(self, tool: str) -> tuple[str, dict[str, Any]] | None:
+        """(id, input) of the one call in flight when it is ``tool`` and nothing else runs."""
+        if self.side or self.tasks or len(self.main) != 1:
+            return None
+        call_id, (name, args) = next(iter(self.main.items()))
+        return (call_id, args if isinstance(args, dict) else {}) if name == tool else None
+
+
+class Parking:
+    """The Runtime's parking: ``attempt`` stands in for its attempt, ``observe`` sees its events."""
+
+    def __init__(self, policy: ParkPolicy, *, store: SQLiteSessionStore, project_key: Callable[[], str],
+                 records: ParkRecords, attempt: AttemptFn, absorb: Callable[[Outcome, RunState], None],
+                 emit: Callable[[RunState, Event], None]) -> None:
+        self.policy = policy
+        self.store, self.project_key, self.records = store, project_key, records
+        self._attempt, self._absorb, self._emit = attempt, absorb, emit
+        self._calls: dict[int, Calls] = {}  # per running step (id of its RunState)
+        self._parking: dict[int, tuple[Any, str]] = {}  # step -> (ask, call id) being parked now
+
+    # -- the runtime's hooks ------------------------------------------------------------------------
+    def observe(self, state: RunState, ev: Event) -> bool:
+        """See one event of a step; True = drop it: the CLI's own closing of the call being parked
+        (a "rejected" result and an interruption line), which the resumed session never shows."""
+        calls = self._calls.get(id(state))
+        if calls is not None:
+            calls.observe(ev)
+        parking = self._parking.get(id(state))
+        if parking is None:
+            return False
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        return (ev.kind == "tool_result" and p.get("tool_use_id") == parking[1]) or (
+            ev.kind == "prompt" and ev.text.startswith("[Request interrupted"))
+
+    async def attempt(self, spec: Any, prompt: str, resume: str | None, fork: bool, state: RunState) -> Outcome:
+        """One attempt as the runtime sees it: parks and resumes inside as often as the step asks."""
+        channel = _parkable(getattr(spec, "channel", None))
+        if channel is None:
+            return await self._attempt(spec, prompt, resume, fork, state)
+        parked = await self._restore(resume, fork, state, channel) if resume else None
+        run_prompt: str | None = prompt
+        while True:
+            if parked is None:
+                try:
+                    out = await self._watched(spec, run_prompt, resume, fork, state, channel)
+                except asyncio.CancelledError:
+                    taken = self._parking.pop(id(state), None)
+                    if taken is not None:  # stopped while being parked: nobody will collect its outcome
+                        channel.withdraw(taken[0].id)
+                    raise
+                parked = await self._parked(out, state, channel)
+                if parked is None:
+                    return out
+                self._absorb(out, state)  # the books of the part before the park
+            record, ask = parked
+            note, answered = await self._wait(record, ask, state, channel)
+            if answered:  # the CLI continues the stored turn itself: the note is its only new user text
+                spec = replace(spec, env={**getattr(spec, "env", {}), **continue_env(note)})
+            run_prompt, resume, fork, parked = None if answered else note, record.session_id, False, None
+
+    # -- running and stopping -----------------------------------------------------------------------
+    async def _watched(self, spec: Any, prompt: str | None, resume: str | None, fork: bool, state: RunState,
+                       channel: Any) -> Outcome:
+        if not self.policy.enabled:
+            return await self._attempt(spec, prompt, resume, fork, state)
+        calls = self._calls[id(state)] = Calls()
+        watcher = asyncio.ensure_future(self._watch(state, channel, calls))
+        try:
+            return await self._attempt(spec, prompt, resume, fork, state)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            self._calls.pop(id(state), None)
+
+    async def _watch(self, state: RunState, channel: Any, calls: Calls) -> None:
+        """Sleep until the sole call in flight is a question that has waited ``after_s``; then park."""
+        after = float(self.policy.after_s or 0.0)
+        while True:
+            calls.changed.clear()
+            wait: float | None = None
+            call = calls.sole_call(channel.tool_name)
+            if call is not None:
+                ask = _waiting(channel, call[1])
+                left = after if ask is None else ask.asked_at + after - time.time()
+                if ask is not None and left <= 0:
+                    if await self._stop_for(state, channel, ask, call[0]):
+                        return
+                    left = max(after, 1.0)  # not now (a limit, a stop already asked): look again later
+                wait = max(left, 0.01)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(calls.changed.wait(), wait)
+
+    async def _stop_for(self, state: RunState, channel: Any, ask: Any, call_id: str) -> bool:
+        signal, sid = state.signal, state.session
+        if signal is None or signal.reason is not None or state.writing or state.has_pending() or not sid:
+            return False
+        if not self.policy.allowed() or await self._open_call(sid, call_id) is None:
+            return False  # the call's turn is not in the store yet: resuming could not answer it
+        if signal is not state.signal or signal.reason is not None or not channel.park(ask.id):
+            return False
+        self._parking[id(state)] = (ask, call_id)
+        signal.request("park")
+        return True
+
+    async def _parked(self, out: Outcome, state: RunState, channel: Any) -> tuple[ParkRecord, Any] | None:
+        """After the attempt: cut the session back to the asking turn and keep the record; None = no park."""
+        taken = self._parking.pop(id(state), None)
+        if taken is None:
+            return None
+        ask, call_id = taken
+        sid = out.session_id or state.session
+        call = await self._open_call(sid, call_id, cut=True) if sid and out.stopped == "park" else None
+        if sid is None or call is None:
+            channel.withdraw(ask.id)  # the attempt ended some other way: the question cannot be kept
+            return None
+        record = ParkRecord(sid, call_id, state.result.step, ask.question, list(ask.options), ask.asked_at)
+        self._keep(record)  # only a restart needs it: a disk problem must not stop the park itself
+        self._emit(state, _event(PARKED, record, ask.id, restored=False))
+        return record, ask
+
+    async def _restore(self, resume: str, fork: bool, state: RunState, channel: Any) -> tuple[ParkRecord, Any] | None:
+        """Resuming a session parked by an earlier process: ask its question again, parked from the start."""
+        record = None if fork else self.records.load(resume)
+        if record is None:
+            return None
+        if await self._open_call(resume, record.call_id) is None:
+            self.records.delete(resume)  # the session went on without it: nothing left to answer
+            return None
+        ask = channel.restore(record.question, record.options, record.asked_at)
+        channel.requeue(record.mail)
+        record.mail = []
+        self._emit(state, _event(PARKED, record, ask.id, restored=True))
+        return record, ask
+
+    # -- waiting and answering ------------------------------------------------------------------------
+    async def _wait(self, record: ParkRecord, ask: Any, state: RunState, channel: Any) -> tuple[str, bool]:
+        """Wait for the question (or an interrupt) and answer the call in the session. Returns the note
+        to resume with, and False when the call could not be answered (the note then carries the reply)."""
+        settle = asyncio.ensure_future(channel.settled(ask.id))
+        words: str | None = None
+        try:
+            while not settle.done():
+                poke = asyncio.ensure_future(state.poked.wait())
+                try:
+                    await asyncio.wait({settle, poke}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    poke.cancel()
+                state.poked.clear()
+                words = state.take_pending()
+                if words is not None:
+                    channel.withdraw(ask.id)  # the person spoke instead of answering
+                    await asyncio.shield(settle)
+        except asyncio.CancelledError:
+            settle.cancel()  # the run is stopped or the process is going away: settles it "cancelled"
+            with contextlib.suppress(asyncio.CancelledError):
+                await settle
+            record.mail = [m.text for m in channel.pending_mail()]
+            self._keep(record)
+            raise
+        ask = settle.result()
+        text = WITHDRAWN if ask.state == "cancelled" else ask.reply
+        answered = await self._answer(record, text)
+        self.records.delete(record.session_id)
+        self._emit(state, _event(UNPARKED, record, ask.id, restored=False, outcome=ask.state))
+        note = interrupt_prompt(words) if words is not None else self.policy.note
+        mail = channel.take_mail()
+        if mail:
+            from flower_core.human.tools import inbox_reply  # the SDK-bound tools module, only when needed
+
+            note = f"{note}\n\n{inbox_reply(mail)}"
+        if not answered:
+            note = f"{note}\n\n{UNANSWERED.format(question=record.question, reply=text)}"
+        return note, answered
+
+    async def _answer(self, record: ParkRecord, text: str) -> bool:
+        """Write the call's result into the stored session; False if the call is no longer open there."""
+        call = await self._open_call(record.session_id, record.call_id)
+        if call is None:
+            return False
+        entry = cast("SessionStoreEntry", result_entry(call, record.call_id, text))
+        try:
+            await self.store.append(self._key(record.session_id), [entry])
+        except Exception:
+            return False
+        return True
+
+    async def _open_call(self, sid: str, call_id: str, *, cut: bool = False) -> dict[str, Any] | None:
+        """The call's turn in the stored session if nothing answered it; ``cut`` first drops what follows it."""
+        key = self._key(sid)
+        try:
+            entries = [dict(e) for e in await self.store.load(key) or []]
+            if cut:
+                call = call_entry(entries, call_id)
+                if call is None or not isinstance(call.get("uuid"), str):
+                    return None
+                self.store.truncate_after(sid, call["uuid"], project_key=key["project_key"])
+                entries = entries[: entries.index(call) + 1]
+            return open_call(entries, call_id)
+        except Exception:  # a store problem: do not park (or resume as is) rather than break the run
+            return None
+
+    def _key(self, sid: str) -> SessionKey:
+        return {"project_key": self.project_key(), "session_id": sid}
+
+    def _keep(self, record: ParkRecord) -> None:
+        with contextlib.suppress(OSError):
+            self.records.save(record)
+
+
+def _parkable(channel: Any) -> Any:
+    """The step's channel when it can hold a question while the CLI is closed (a HumanChannel)."""
+    needed = ("park", "settled", "withdraw", "restore", "requeue", "pending", "tool_name")
+    return channel if channel is not None and all(hasattr(channel, n) for n in needed) else None
+
+
+def _waiting(channel: Any, args: dict[str, Any]) -> Any:
+    """The channel's one waiting question, when it is the one this call asks."""
+    pending = [a for a in channel.pending() if not getattr(a, "kind", "")]
+    if len(pending) != 1:
+        return None
+    asked = args.get("question")
+    same = isinstance(asked, str) and " ".join(asked.split()) == " ".join(pending[0].question.split())
+    return pending[0] if same else None
+
+
+def _event(what: str, record: ParkRecord, ask_id: str, *, restored: bool, outcome: str = "") -> Event:
+    payload: dict[str, Any] = {"subtype": what, "step": record.step, "session_id": record.session_id,
+                               "ask_id": ask_id, "question": record.question, "asked_at": record.asked_at,
+                               "restored": restored}
+    if what == UNPARKED:
+        payload["outcome"] = outcome
+        payload["parked_s"] = round(max(0.0, time.time() - record.parked_at), 1)
+    return Event("system", text=what, payload=payload)
