@@ -52,6 +52,7 @@ class MemorySurface:
     notices: list[Call] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: {"post": 0, "update": 0, "notify": 0, "failed": 0})
     on_call: Callable[[Call], None] | None = None
+    dm: bool = False  # True: direct() opens a DM thread per user, as Slack and Discord do
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _storm: int = 0
     _storm_retry_after: float | None = 1.0
@@ -98,6 +99,10 @@ class MemorySurface:
         self.counts["notify"] += 1
         self.notices.append(call)
         self._note(call)
+
+    async def direct(self, user: str) -> ThreadRef | None:
+        """A direct-message thread with one user (None when this double plays a platform without DMs)."""
+        return ThreadRef(self.name, f"dm-{user}", "") if self.dm else None
 
     # ---- reading the thread back --------------------------------------------------------------
     @property

@@ -14,6 +14,7 @@ __all__ = [
     "KINDS",
     "MEMORY",
     "SLACK",
+    "TONES",
     "Button",
     "OutMessage",
     "PermanentSurfaceError",
@@ -73,6 +74,9 @@ class Button:
 # receipt: inbox mail acknowledgement; notice: handoff/retry/error/reset lines; oracle: a side answer;
 # summary: the final card.
 KINDS = frozenset({"status", "prose", "ask", "receipt", "notice", "oracle", "summary"})
+# How a message should look where a platform can colour it (Discord embed colour, a Slack attachment
+# bar, a CSS class): "" neutral, "warning" (e.g. a run past 80% of its cost cap), "danger" (at it).
+TONES = frozenset({"", "warning", "danger"})
 
 
 @dataclass(frozen=True)
@@ -97,12 +101,19 @@ class OutMessage:
     # The platform id of a person's message this one answers (an inbox receipt for that message):
     # platforms that can may show it there (a reaction) instead of as a message of its own.
     origin: str = ""
+    # A ThreadRef string: show this message in that thread only (a receipt where the mail was written),
+    # not in the run's other threads.
+    only_in: str = ""
+    # One of TONES: a colour hint platforms may map; the text stays complete without it.
+    tone: str = ""
 
     def __post_init__(self) -> None:
         if not self.key:
             raise ValueError("OutMessage key must be non-empty")
         if self.kind not in KINDS:
             raise ValueError(f"OutMessage kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+        if self.tone not in TONES:
+            raise ValueError(f"OutMessage tone must be one of {sorted(TONES)}, got {self.tone!r}")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ from typing import Any
 
 from adapters.access import Access
 from adapters.hub import wake as _wake
-from adapters.hub.ledger import CardLedger
+from adapters.hub.cards import Cards
+from adapters.hub.fanout import Fanout, Target
+from adapters.hub.mirrors import Mirrors
 from adapters.hub.pipe import RunPipe
 from adapters.hub.replies import parse_reply
 from adapters.hub.results import IntentResult
@@ -35,7 +37,7 @@ from adapters.state import RunRecord, StateStore
 from adapters.surface import OutMessage, Surface, SurfaceError, ThreadRef
 from adapters.view import RunView, ViewConfig
 from adapters.view import fmt as _fmt
-from flower_core import Event, Oracle, Runtime
+from flower_core import Event, Oracle, ParkPolicy, Runtime
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,8 @@ class Hub:
                  clock: Callable[[], float] = time.monotonic,
                  sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep,
                  runtime_options: Mapping[str, Any] | None = None, oracle: bool = True,
-                 budget_usd: float | None = None) -> None:
+                 budget_usd: float | None = None, dm_after_s: float | None = 60.0,
+                 park_after_s: float | None = 120.0, max_parked: int = 1000) -> None:
         if isinstance(surfaces, Mapping):
             self.surfaces = dict(surfaces)
         else:
@@ -64,6 +67,9 @@ class Hub:
         self.factory = factory or default_factory
         self.env = dict(env) if env is not None else None
         self.max_runs, self.timeout_s, self.max_asks = max_runs, timeout_s, max_asks
+        # A question waiting longer than park_after_s closes its run's CLI (None = never); max_runs counts
+        # runs with a CLI, max_parked the parked ones (beyond it, runs keep their CLI while they wait).
+        self.park_after_s, self.max_parked = park_after_s, max_parked
         self.budget_usd = budget_usd
         # Cards name people through the registry platforms fill (display names), unless told otherwise.
         view = view or ViewConfig()
@@ -74,6 +80,8 @@ class Hub:
         self.runtime_options = dict(runtime_options or {})
         self.use_oracle = oracle
         self.live: dict[str, LiveRun] = {}
+        self.mirrors = Mirrors(self, dm_after_s=dm_after_s)
+        self.cards = Cards(store, self.live)
         self._budgets: dict[tuple[str, str], RateBudget] = {}
 
     # ---- intents --------------------------------------------------------------------------------
@@ -110,30 +118,39 @@ class Hub:
             return await self.refuse(thread, user, f"Could not start the run: {exc}", run_id)
         return IntentResult(True, f"Started run {run_id}.", run_id)
 
-    async def answer(self, run_id: str, card_id: str, text: str, user: str) -> IntentResult:
-        return await self._answer(run_id, card_id, text, user, decline=False)
+    async def answer(self, run_id: str, card_id: str, text: str, user: str, *,
+                     where: ThreadRef | None = None) -> IntentResult:
+        """`where`: the thread the answer came from (cards of a mirrored run say where)."""
+        return await self._answer(run_id, card_id, text, user, decline=False, where=where)
 
-    async def decline(self, run_id: str, card_id: str, user: str, reason: str = "") -> IntentResult:
-        return await self._answer(run_id, card_id, reason, user, decline=True)
+    async def decline(self, run_id: str, card_id: str, user: str, reason: str = "", *,
+                      where: ThreadRef | None = None) -> IntentResult:
+        return await self._answer(run_id, card_id, reason, user, decline=True, where=where)
 
-    async def _answer(self, run_id: str, card_id: str, text: str, user: str, *, decline: bool) -> IntentResult:
+    async def _answer(self, run_id: str, card_id: str, text: str, user: str, *, decline: bool,
+                      where: ThreadRef | None) -> IntentResult:
         record, refusal = await self._checked(run_id, user, "answer")
         if record is None:
             return refusal
         live = self.live.get(run_id)
         if live is not None:
-            result = live.answer(card_id, text, user, decline=decline)
+            place = self.mirrors.place(where) if where is not None and self.mirrors.spread(live) else ""
+            result = live.answer(card_id, text, user, decline=decline, where=place)
         else:
             result = await _wake.answer_sleeping(self, record, card_id, text, user, decline=decline)
         if not result.ok and not result.duplicate:
             await self.refuse(record.thread, user, result.message, run_id)
         return result
 
-    async def send(self, run_id: str, text: str, user: str, *, origin: str = "") -> IntentResult:
+    async def send(self, run_id: str, text: str, user: str, *, origin: str = "",
+                   where: ThreadRef | None = None) -> IntentResult:
         """Inbox mail. `origin`: the platform id of the person's own message, so its receipt can be
-        shown on it (a reaction) where the platform can."""
+        shown on it (a reaction) where the platform can; `where`: the thread it was written in (its
+        receipt shows there only)."""
         live, refusal = await self._live(run_id, user, "send")
-        return live.send(text, user, origin=origin) if live is not None else refusal
+        if live is None:
+            return refusal
+        return live.send(text, user, origin=origin, only_in=str(where) if where is not None else "")
 
     async def interrupt(self, run_id: str, text: str, user: str) -> IntentResult:
         live, refusal = await self._live(run_id, user, "send")
@@ -152,18 +169,30 @@ class Hub:
         """A person's plain message in a thread (see replies.py for what it means). `origin` is that
         message's platform id; `reply_to` the id of the message it replies to, if any. None when the
         thread holds no run (the platform then ignores the message)."""
-        run_id = self.store.run_for_thread(thread)
+        run_id = self.run_in(thread)
         if run_id is None or not text.strip():
             return None
         reply = parse_reply(text)
-        card_id = self._card_by_message(run_id, thread, reply_to) if reply_to else None
+        card_id = self.cards.by_message(run_id, thread, reply_to) if reply_to else None
         if card_id is None and reply.kind == "answer":
-            card_id = self._card_by_key(run_id, reply.key)
+            card_id = self.cards.by_key(run_id, reply.key)
         if card_id is not None:
-            return await self.answer(run_id, card_id, reply.text, user)
+            return await self.answer(run_id, card_id, reply.text, user, where=thread)
         if reply.kind == "oracle":
             return await self.oracle(run_id, reply.text, user)
-        return await self.send(run_id, text.strip(), user, origin=origin)
+        return await self.send(run_id, text.strip(), user, origin=origin, where=thread)
+
+    def run_in(self, thread: ThreadRef) -> str | None:
+        """The run a thread shows: its own, or the one it follows (a live one first)."""
+        found = [r for r in (self.store.run_for_thread(thread), self.store.mirrored_run(thread)) if r is not None]
+        return next((r for r in found if r in self.live), found[0] if found else None)
+
+    async def follow(self, run_id: str, thread: ThreadRef, user: str) -> IntentResult:
+        """Show a live run in one more thread (see mirrors.py)."""
+        return await self.mirrors.follow(run_id, thread, user)
+
+    async def unfollow(self, thread: ThreadRef, user: str) -> IntentResult:
+        return await self.mirrors.unfollow(thread, user)
 
     def runs(self, *, user: str | None = None, platform: str | None = None, channel: str | None = None,
              live_only: bool = True) -> list[RunRecord]:
@@ -191,7 +220,7 @@ class Hub:
         live = self.live.get(run_id)
         if live is not None and live.cancel("stopped", user):
             return IntentResult(True, f"Stopping run {run_id}.", run_id)
-        if record.status == "died":  # asleep since a restart: stopping means "do not wake it"
+        if record.status in ("died", "parked"):  # asleep since a restart: stopping means "do not wake it"
             self.store.set_run_status(run_id, "stopped")
             return IntentResult(True, f"Run {run_id} will not be woken.", run_id)
         return await self.refuse(record.thread, user, self._not_running(record), run_id)
@@ -200,7 +229,8 @@ class Hub:
         return await _wake.wake(self, run_id, user, remark)
 
     async def recover(self) -> list[str]:
-        """After a restart: report the runs that died with the old process; returns their ids."""
+        """After a restart: report the runs that died with the old process; returns their ids. Parked
+        runs did not die: they are brought back, still waiting on their question (see wake.py)."""
         return await _wake.recover(self)
 
     def status(self, *, thread: ThreadRef | None = None, run_id: str | None = None) -> IntentResult:
@@ -218,14 +248,20 @@ class Hub:
             return IntentResult(False, f"No run {run_id}.")
         if not self.live:
             return IntentResult(True, f"No runs going (limit {self.max_runs}).")
-        lines = [f"{len(self.live)}/{self.max_runs} runs going:"]
-        lines += [f"- {rid}: {lr.view.status_card.state}, step {lr.view.status_card.step_text()}"
-                  for rid, lr in self.live.items()]
+        running, parked = self.running(), self.parked()
+        cards = {rid: self.live[rid].view.status_card for rid in self.live}
+        head = f"{len(running)}/{self.max_runs} runs going:" if running else f"No runs going (limit {self.max_runs})."
+        lines = [head]
+        lines += [f"- {rid}: {cards[rid].state}, step {cards[rid].step_text()}" for rid in running]
+        if parked:
+            lines.append(f"{len(parked)}/{self.max_parked} parked, waiting for an answer (no CLI running):")
+            lines += [f"- {rid}: step {cards[rid].step_text()}" for rid in parked]
         return IntentResult(True, "\n".join(lines))
 
     async def handle_action(self, action_id: str, user: str, *, delivery_id: str | None = None,
-                            text: str | None = None) -> IntentResult:
-        """A button (or a form submitted after one): decode, dedupe, route."""
+                            text: str | None = None, where: ThreadRef | None = None) -> IntentResult:
+        """A button (or a form submitted after one): decode, dedupe, route. `where`: the thread the
+        click came from, when the platform knows it."""
         try:
             action = decode(action_id)
         except IdError as exc:
@@ -236,14 +272,14 @@ class Hub:
         if verb in INPUT_PROMPTS and text is None:
             return IntentResult(True, INPUT_PROMPTS[verb], run_id, needs_input=INPUT_PROMPTS[verb])
         if verb == "ans":
-            options = self._options(run_id, card_id)
+            options = self.cards.options(run_id, card_id)
             if action.option is None or action.option >= len(options):
                 return IntentResult(False, "That option no longer exists.", run_id)
-            return await self.answer(run_id, card_id, options[action.option], user)
+            return await self.answer(run_id, card_id, options[action.option], user, where=where)
         if verb == "txt":
-            return await self.answer(run_id, card_id, text or "", user)
+            return await self.answer(run_id, card_id, text or "", user, where=where)
         if verb == "dec":
-            return await self.decline(run_id, card_id, user, text or "")
+            return await self.decline(run_id, card_id, user, text or "", where=where)
         if verb == "stop":
             return await self.stop(run_id, user)
         if verb == "int":
@@ -261,6 +297,7 @@ class Hub:
     async def close(self) -> None:
         """The bot is going away: live runs stop quietly, their cards stay open and their status
         stays live in the store, so the next process reports them exactly as after a crash."""
+        self.mirrors.close()
         runs = list(self.live.values())
         for live in runs:
             live.cancel("shutdown")
@@ -275,19 +312,23 @@ class Hub:
                        max_asks=self.max_asks if opts.max_asks is None else opts.max_asks,
                        budget_usd=self.budget_usd if opts.budget_usd is None else opts.budget_usd)
         workflow = self.factory(plan)
+        runtime_options = {"park": ParkPolicy(self.park_after_s, allow=self._may_park), **self.runtime_options}
         runtime = Runtime(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench,
-                          env=self.env, **self.runtime_options)
+                          env=self.env, **runtime_options)
         oracle = Oracle(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench,
-                        env=self.env) if self.use_oracle else None
+                        env=self.env, budget=workflow.budget) if self.use_oracle else None
         view = RunView(record.run_id, record.task, clock=self.clock, config=self.view_config,
                        epoch=uuid.uuid4().hex[:6])
-        holder: list[LiveRun] = []
-        outbox = self.outbox(record.thread, on_sent=lambda msg, mid: self._sent(holder, msg, mid))
+        home = Target(record.thread, self.outbox(record.thread, on_sent=self.sent_recorder(record.run_id,
+                                                                                         record.thread)))
+        fanout = Fanout(home)
+        for mirror in self.mirrors.targets_for(record):
+            fanout.add(Target(mirror.thread, self.outbox(mirror.thread, on_sent=self.sent_recorder(
+                record.run_id, mirror.thread)), mirror.scope))
         observers: list[Callable[[Event], object]] = [oracle.observe] if oracle is not None else []
         observers += [partial(tap, record.run_id) for tap in self.taps]
-        live = LiveRun(record, workflow, runtime, RunPipe(view, outbox, observers=observers), store=self.store,
-                       oracle=oracle, waking=waking, clock=self.clock, on_end=self._ended)
-        holder.append(live)
+        live = LiveRun(record, workflow, runtime, RunPipe(view, fanout, observers=observers), store=self.store,
+                       oracle=oracle, waking=waking, clock=self.clock, on_end=self._ended, on_ask=self._on_ask)
         self.live[record.run_id] = live
         live.start()
         return live
@@ -319,11 +360,23 @@ class Hub:
             return None, await self.refuse(record.thread, user, decision.reason, run_id)
         return record, IntentResult(True, "", run_id)
 
+    def running(self) -> list[str]:
+        """Live runs with a CLI process (or about to have one): what max_runs counts."""
+        return [rid for rid, lr in self.live.items() if not lr.parked]
+
+    def parked(self) -> list[str]:
+        """Live runs parked on a question, with no CLI process: what max_parked counts."""
+        return [rid for rid, lr in self.live.items() if lr.parked]
+
+    def _may_park(self) -> bool:
+        return len(self.parked()) < self.max_parked
+
     def _over_limit(self) -> str | None:
-        if len(self.live) < self.max_runs:
+        running = self.running()
+        if len(running) < self.max_runs:
             return None
-        return (f"{len(self.live)} runs are already going (the limit is {self.max_runs}). Try again when one "
-                f"finishes, or stop one: {', '.join(self.live)}.")
+        return (f"{len(running)} runs are already going (the limit is {self.max_runs}). Try again when one "
+                f"finishes, or stop one: {', '.join(running)}.")
 
     def _busy(self, workspace: Path) -> str | None:
         return next((rid for rid, lr in self.live.items() if Path(lr.record.workspace) == workspace), None)
@@ -352,38 +405,22 @@ class Hub:
             return f"Run {record.run_id} stopped when the bot restarted; wake it first."
         return f"Run {record.run_id} is not running ({record.status})."
 
-    def _options(self, run_id: str, card_id: str) -> list[str]:
-        live = self.live.get(run_id)
-        card = live.view.open_card(card_id) if live is not None else None
-        if card is not None:
-            return card.options
-        stored = self.store.get_ask_message(run_id, card_id)
-        return list(stored.options) if stored is not None else []
+    def sent_recorder(self, run_id: str, thread: ThreadRef) -> Callable[[OutMessage, str], None]:
+        """An outbox's on_sent for one thread of a run: the home thread's card and receipt ids are
+        kept for restarts (every thread's key -> message ids are kept by its outbox)."""
+        def sent(msg: OutMessage, message_id: str) -> None:
+            live = self.live.get(run_id)
+            if live is not None and thread == live.record.thread:
+                self._sent(live, msg, message_id)
+        return sent
 
-    def _open_card_ids(self, run_id: str) -> list[str]:
-        live = self.live.get(run_id)
-        if live is not None:
-            return [c.card_id for c in live.view.open_cards()]
-        record = self.store.get_run(run_id)
-        return [c.card_id for c in CardLedger(record.run_dir).open_cards()] if record is not None else []
+    def _on_ask(self, live: LiveRun, card_id: str, state: str) -> None:
+        if state == "asked":
+            self.mirrors.asked(live, card_id)
+        else:
+            self.mirrors.settled(live.run_id, card_id)
 
-    def _card_by_key(self, run_id: str, key: str) -> str | None:
-        """The open card a person means by "q2" (its ask id; after a wake, the newest such card)."""
-        matches = [cid for cid in self._open_card_ids(run_id) if cid.split("-", 1)[-1].lower() == key]
-        return matches[-1] if matches else None
-
-    def _card_by_message(self, run_id: str, thread: ThreadRef, message_id: str) -> str | None:
-        for card_id in self._open_card_ids(run_id):
-            stored = self.store.get_ask_message(run_id, card_id)
-            if (stored is not None and stored.message_id == message_id) or \
-                    self.store.get_message(thread, f"ask:{card_id}") == message_id:
-                return card_id
-        return None
-
-    def _sent(self, holder: list[LiveRun], msg: OutMessage, message_id: str) -> None:
-        if not holder:
-            return
-        live = holder[0]
+    def _sent(self, live: LiveRun, msg: OutMessage, message_id: str) -> None:
         if msg.kind == "ask":
             card_id = msg.key.removeprefix("ask:")
             rec = live.ledger.get(card_id)

@@ -31,8 +31,9 @@ log = logging.getLogger(__name__)
 
 # view state -> the run status kept in the store
 _STORE_STATUS = {"starting": "starting", "running": "running", "interrupted": "running", "waiting": "waiting",
-                 "done": "done", "failed": "failed", "stopped": "stopped", "died": "died"}
+                 "done": "done", "failed": "failed", "stopped": "stopped", "died": "died", "parked": "parked"}
 REASKED = "Asked again after the run was woken."
+KEPT = "Still open: the run was parked when the bot restarted, and is waiting for this answer."
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,11 @@ RunFactory = Callable[[RunPlan], Workflow]
 
 
 def default_factory(plan: RunPlan) -> Workflow:
-    """starter_flow; on a wake, continue from the frozen brief, or from the task if none was frozen."""
+    """starter_flow; on a wake, continue from the frozen brief, or from the task if none was frozen.
+
+    ``plan.budget_usd`` becomes the workflow's cost cap (a budget of 0 raises: the run is refused)."""
     kw: dict[str, Any] = {"workspace": plan.workspace, "run_dir": plan.run_dir, "timeout_s": plan.timeout_s,
-                          "max_asks": plan.max_asks}
+                          "max_asks": plan.max_asks, "budget_usd": plan.budget_usd}
     if plan.waking:
         try:
             return starter_flow(plan.remark, **kw)
@@ -98,7 +101,8 @@ def default_factory(plan: RunPlan) -> Workflow:
 class LiveRun:
     def __init__(self, record: RunRecord, workflow: Workflow, runtime: Any, pipe: RunPipe, *, store: StateStore,
                  oracle: Any = None, waking: bool = False, clock: Callable[[], float],
-                 on_end: Callable[[LiveRun], object] | None = None) -> None:
+                 on_end: Callable[[LiveRun], object] | None = None,
+                 on_ask: Callable[[LiveRun, str, str], object] | None = None) -> None:
         self.record, self.run_id = record, record.run_id
         self.workflow, self.runtime, self.pipe, self.oracle = workflow, runtime, pipe, oracle
         self.channel = workflow.channel
@@ -108,7 +112,7 @@ class LiveRun:
         self.waking = waking
         self.outcome: Outcome | None = None
         self.finished = asyncio.Event()
-        self._clock, self._on_end = clock, on_end
+        self._clock, self._on_end, self._on_ask = clock, on_end, on_ask
         self._started = clock()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -118,6 +122,8 @@ class LiveRun:
         self._oracle_n = 0
         self._status = record.status
         self._reused: set[str] = set()
+        # A parked run brought back after a restart: its woken steps pass quietly until it parks again.
+        self._restoring = record.status == "parked"
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -131,6 +137,11 @@ class LiveRun:
     @property
     def task(self) -> asyncio.Task[None] | None:
         return self._task
+
+    @property
+    def parked(self) -> bool:
+        """Waiting on a question with no CLI process (the hub counts these apart from running runs)."""
+        return self.view.status_card.state == "parked"
 
     def cancel(self, reason: str, by: str = "") -> bool:
         """Stop the run: reason "stopped" (a person) or "shutdown" (the bot is going away)."""
@@ -178,10 +189,12 @@ class LiveRun:
                 if closer is not None:
                     with contextlib.suppress(Exception):
                         closer()
-            await self.pipe.close()
-            self.finished.set()
-            if self._on_end is not None:
-                self._on_end(self)
+            try:
+                await self.pipe.close()
+            finally:  # even when a shutdown cancels this very drain: hub.close() waits on `finished`
+                self.finished.set()
+                if self._on_end is not None:
+                    self._on_end(self)
 
     # ---- events -------------------------------------------------------------------------------
     def on_event(self, ev: Event) -> None:
@@ -192,6 +205,11 @@ class LiveRun:
             p = ev.payload if isinstance(ev.payload, dict) else {}
             if ev.kind == "step" and p.get("reused"):
                 self._reused.add(ev.text)
+            if self._restoring:
+                if ev.kind == "step":
+                    self.view.on_event(ev)  # the card learns the step; the thread needs no step lines again
+                    return
+                self._restoring = ev.kind == "ask" or (ev.kind == "system" and p.get("subtype") != "parked")
             if ev.kind == "ask" and p.get("kind") != "mail":
                 if p.get("state") == "cancelled" and self._stop_reason == "shutdown":
                     return  # the bot is going away: the card stays open, answerable after the restart
@@ -213,7 +231,8 @@ class LiveRun:
         if state == "asked":
             old = self.ledger.match(ev.text, before_gen=self.view.gen)
             if old is not None:
-                self.view.bind(ask_id, AskCard(old.card_id, ask_id, old.question, old.options, note=REASKED))
+                note = KEPT if self._restoring else REASKED
+                self.view.bind(ask_id, AskCard(old.card_id, ask_id, old.question, old.options, note=note))
                 if old.held is not None:
                     held = (old.held, old.held_by)
             else:
@@ -224,6 +243,8 @@ class LiveRun:
             self.ledger.asked(card_id, ev.text, options)
         else:
             self.ledger.settled(card_id, state, by=self._by.pop(card_id, ""), answer=str(p.get("answer") or ""))
+        if self._on_ask is not None:
+            self._on_ask(self, card_id, state)
         if held is not None and self._loop is not None:
             # After this event is fully handled, never from inside the channel's own emit.
             self._loop.call_soon(self._answer_held, card_id, *held)
@@ -267,7 +288,7 @@ class LiveRun:
             self.store.set_run_status(self.run_id, status)
 
     # ---- intents (access already checked by the hub) -------------------------------------------
-    def answer(self, card_id: str, text: str, user: str, *, decline: bool = False) -> IntentResult:
+    def answer(self, card_id: str, text: str, user: str, *, decline: bool = False, where: str = "") -> IntentResult:
         card = self.view.open_card(card_id)
         if card is None:
             rec = self.ledger.get(card_id)
@@ -289,12 +310,12 @@ class LiveRun:
             self.ledger.hold(card_id, text, user)
             self._deliver_held()
             return IntentResult(True, "The run was restarted since; your answer went to its inbox.", self.run_id)
-        return self._settle(card, text, user, decline=decline)
+        return self._settle(card, text, user, decline=decline, where=where)
 
-    def _settle(self, card: AskCard, text: str, user: str, *, decline: bool) -> IntentResult:
+    def _settle(self, card: AskCard, text: str, user: str, *, decline: bool, where: str = "") -> IntentResult:
         if self.channel is None:
             return IntentResult(False, "This run has no question channel.", self.run_id)
-        self.view.answering(card.card_id, user)
+        self.view.answering(card.card_id, user, where)
         self._by[card.card_id] = user
         ok = self.channel.decline(card.ask_id, text) if decline else self.channel.answer(card.ask_id, text)
         if not ok:
@@ -303,10 +324,10 @@ class LiveRun:
                                 self.run_id, duplicate=True)
         return IntentResult(True, "Declined." if decline else f"Answered: {_fmt.one_line(text, 200)}", self.run_id)
 
-    def send(self, text: str, user: str, *, origin: str = "") -> IntentResult:
+    def send(self, text: str, user: str, *, origin: str = "", only_in: str = "") -> IntentResult:
         if self.channel is None:
             return IntentResult(False, "This run has no inbox.", self.run_id)
-        self.view.expect_mail(user, origin)
+        self.view.expect_mail(user, origin, only_in)
         mail = self.channel.send(text)
         if mail is None:
             return IntentResult(False, "Nothing to send: the message is empty.", self.run_id)
@@ -314,10 +335,13 @@ class LiveRun:
         return IntentResult(True, "Queued for the agent; it reads its inbox at its next checkpoint.", self.run_id)
 
     def interrupt(self, text: str, user: str) -> IntentResult:
+        parked = self.parked
         in_flight = bool(self.runtime.interrupt(text))
         self.pipe.put(self.view.interrupted(user, text))
         how = "it stops at the next message boundary and resumes with your words" if in_flight else \
             "no step is in flight; your words go with the next prompt"
+        if parked and in_flight:
+            how = "it was parked, so its open question is withdrawn and it resumes now with your words"
         return IntentResult(True, f"Interrupted: {how}.", self.run_id)
 
     def ask_oracle(self, question: str, user: str) -> IntentResult:

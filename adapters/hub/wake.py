@@ -11,6 +11,10 @@
   so into the brief) instead, and the card says so — an answer is never silently lost.
 - `wake()`: the same without an answer (a person asks for it); open old cards come back to life
   when their questions are re-asked.
+- A run that was parked (no CLI, waiting on a question: flower_core/runtime/parking.py) did not die:
+  `recover()` brings it back at once, still parked. Its step resumes the parked session, which asks
+  the same question again without starting a CLI; the question lands on its old card, so an answer
+  there resumes the run exactly as it would have in the old process.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ LIVE_STATUSES = ("starting", "running", "waiting")
 async def recover(hub: Hub) -> list[str]:
     died: list[str] = []
     for record in hub.store.list_runs():
-        if record.status not in LIVE_STATUSES or record.run_id in hub.live:
+        if record.status not in (*LIVE_STATUSES, "parked") or record.run_id in hub.live:
+            continue
+        if record.status == "parked" and _bring_back_parked(hub, record):
             continue
         hub.store.set_run_status(record.run_id, "died")
         died.append(record.run_id)
@@ -47,6 +53,16 @@ async def recover(hub: Hub) -> list[str]:
     return died
 
 
+def _bring_back_parked(hub: Hub, record: RunRecord) -> bool:
+    """Relaunch a parked run in this process (it parks again before any CLI starts); False if it cannot."""
+    try:
+        hub.launch(record, waking=True)
+    except Exception as exc:
+        log.warning("parked run %s could not be brought back: %r", record.run_id, exc)
+        return False
+    return True
+
+
 async def _report_death(hub: Hub, record: RunRecord) -> None:
     view = RunView(record.run_id, record.task, clock=hub.clock, config=hub.view_config, epoch=uuid.uuid4().hex[:6])
     view.status_card.state = "died"
@@ -55,11 +71,14 @@ async def _report_death(hub: Hub, record: RunRecord) -> None:
             "card — an answer wakes the run —" if open_cards else "")
     text = (f"💤 The bot restarted and run {record.run_id} stopped with it.{asks} or wake it to continue where it "
             "was cut off (finished steps are not redone).")
-    outbox = hub.outbox(record.thread)
-    for msg in [view.status_now(), *view.notice(text)]:
-        outbox.put(msg)
-    await outbox.flush()
-    await outbox.close()
+    places = [record.thread, *(m.thread for m in hub.store.mirrors_of(record.run_id)
+                               if m.scope == "all" and m.thread.platform in hub.surfaces)]
+    for thread in places:
+        outbox = hub.outbox(thread)
+        for msg in [view.status_now(), *view.notice(text)]:
+            outbox.put(msg)
+        await outbox.flush()
+        await outbox.close()
 
 
 async def wake(hub: Hub, run_id: str, user: str, remark: str = "") -> IntentResult:
@@ -93,7 +112,7 @@ async def answer_sleeping(hub: Hub, record: RunRecord, card_id: str, text: str, 
                           decline: bool) -> IntentResult:
     """An answer (or decline) on a card of a run that is not running in this process."""
     run_id = record.run_id
-    if record.status != "died":
+    if record.status not in ("died", "parked"):
         return IntentResult(False, f"Run {run_id} has ended ({record.status}); its questions are closed.", run_id)
     ledger = CardLedger(record.run_dir)
     card = ledger.get(card_id)

@@ -1,6 +1,14 @@
 """Bridge state behind one small interface: memory for tests, SQLite (default) for bots."""
 
-from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Receipt, RunRecord, StateStore
+from adapters.state.base import (
+    DEFAULT_DEDUPE_TTL_S,
+    AskMessage,
+    ChannelPolicy,
+    Mirror,
+    Receipt,
+    RunRecord,
+    StateStore,
+)
 from adapters.state.memory import MemoryStateStore
 from adapters.state.sqlite import SQLiteStateStore
 
@@ -9,6 +17,7 @@ __all__ = [
     "AskMessage",
     "ChannelPolicy",
     "MemoryStateStore",
+    "Mirror",
     "Receipt",
     "RunRecord",
     "SQLiteStateStore",

@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from adapters.surface import ThreadRef
 
-__all__ = ["DEFAULT_DEDUPE_TTL_S", "AskMessage", "ChannelPolicy", "Receipt", "RunRecord", "StateStore"]
+__all__ = ["DEFAULT_DEDUPE_TTL_S", "AskMessage", "ChannelPolicy", "Mirror", "Receipt", "RunRecord", "StateStore"]
 
 # Slack redelivers events for ~5 minutes; keep dedupe keys for longer than that.
 DEFAULT_DEDUPE_TTL_S = 900.0
@@ -52,6 +52,17 @@ class Receipt:
     mail_id: str
     message_id: str
     state: str
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """One more thread showing a run: scope "all" (a followed thread) or one message key (a direct
+    message carrying one ask card)."""
+
+    run_id: str
+    thread: ThreadRef
+    scope: str = "all"
+    by: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,12 @@ class StateStore(Protocol):
     # mail receipts
     def save_receipt(self, run_id: str, mail_id: str, message_id: str, state: str) -> None: ...
     def get_receipt(self, run_id: str, mail_id: str) -> Receipt | None: ...
+
+    # mirrors: more threads showing a run
+    def add_mirror(self, mirror: Mirror) -> None: ...
+    def remove_mirror(self, run_id: str, thread: ThreadRef) -> bool: ...
+    def mirrors_of(self, run_id: str) -> list[Mirror]: ...
+    def mirrored_run(self, thread: ThreadRef) -> str | None: ...  # the run a followed ("all") thread shows
 
     # access
     def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None: ...

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Receipt, RunRecord
+from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Mirror, Receipt, RunRecord
 from adapters.surface import ThreadRef
 
 __all__ = ["MemoryStateStore"]
@@ -25,6 +25,7 @@ class MemoryStateStore:
         self._dedupe: dict[str, float] = {}  # key -> expiry
         self._receipts: dict[tuple[str, str], Receipt] = {}
         self._policies: dict[str, ChannelPolicy] = {}
+        self._mirrors: dict[tuple[str, ThreadRef], Mirror] = {}  # insertion order = the order they were added
 
     def bind_thread(self, thread: ThreadRef, run_id: str) -> None:
         with self._lock:
@@ -100,6 +101,24 @@ class MemoryStateStore:
     def get_receipt(self, run_id: str, mail_id: str) -> Receipt | None:
         with self._lock:
             return self._receipts.get((run_id, mail_id))
+
+    def add_mirror(self, mirror: Mirror) -> None:
+        with self._lock:
+            self._mirrors.pop((mirror.run_id, mirror.thread), None)
+            self._mirrors[(mirror.run_id, mirror.thread)] = mirror
+
+    def remove_mirror(self, run_id: str, thread: ThreadRef) -> bool:
+        with self._lock:
+            return self._mirrors.pop((run_id, thread), None) is not None
+
+    def mirrors_of(self, run_id: str) -> list[Mirror]:
+        with self._lock:
+            return [m for (rid, _), m in self._mirrors.items() if rid == run_id]
+
+    def mirrored_run(self, thread: ThreadRef) -> str | None:
+        with self._lock:
+            found = [m.run_id for (_, t), m in self._mirrors.items() if t == thread and m.scope == "all"]
+            return found[-1] if found else None
 
     def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None:
         with self._lock:

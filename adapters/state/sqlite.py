@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Receipt, RunRecord
+from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Mirror, Receipt, RunRecord
 from adapters.surface import ThreadRef
 
 __all__ = ["SQLiteStateStore"]
@@ -40,6 +40,10 @@ CREATE TABLE IF NOT EXISTS receipts (
     run_id TEXT NOT NULL, mail_id TEXT NOT NULL, message_id TEXT NOT NULL, state TEXT NOT NULL,
     PRIMARY KEY (run_id, mail_id));
 CREATE TABLE IF NOT EXISTS policies (channel TEXT PRIMARY KEY, policy TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS mirrors (
+    run_id TEXT NOT NULL, thread TEXT NOT NULL, scope TEXT NOT NULL, by TEXT NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (run_id, thread));
+CREATE INDEX IF NOT EXISTS mirrors_thread ON mirrors(thread, seq);
 """
 SCHEMA_VERSION = "1"
 
@@ -169,6 +173,26 @@ class SQLiteStateStore:
     def get_receipt(self, run_id: str, mail_id: str) -> Receipt | None:
         row = self._one("SELECT message_id, state FROM receipts WHERE run_id=? AND mail_id=?", (run_id, mail_id))
         return None if row is None else Receipt(run_id, mail_id, row[0], row[1])
+
+    # mirrors
+    def add_mirror(self, mirror: Mirror) -> None:
+        self._exec("INSERT OR REPLACE INTO mirrors(run_id, thread, scope, by, seq) VALUES (?, ?, ?, ?,"
+                   " (SELECT COALESCE(MAX(seq), 0) + 1 FROM mirrors))",
+                   (mirror.run_id, str(mirror.thread), mirror.scope, mirror.by))
+
+    def remove_mirror(self, run_id: str, thread: ThreadRef) -> bool:
+        return self._exec("DELETE FROM mirrors WHERE run_id=? AND thread=?", (run_id, str(thread))) > 0
+
+    def mirrors_of(self, run_id: str) -> list[Mirror]:
+        with self._lock:
+            rows = self._db.execute("SELECT thread, scope, by FROM mirrors WHERE run_id=? ORDER BY seq",
+                                    (run_id,)).fetchall()
+        return [Mirror(run_id, ThreadRef.parse(t), scope, by) for t, scope, by in rows]
+
+    def mirrored_run(self, thread: ThreadRef) -> str | None:
+        row = self._one("SELECT run_id FROM mirrors WHERE thread=? AND scope='all' ORDER BY seq DESC LIMIT 1",
+                        (str(thread),))
+        return None if row is None else str(row[0])
 
     # access
     def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None:

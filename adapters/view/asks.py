@@ -3,11 +3,15 @@
 A card is addressed by a *card id*, not the channel's ask id: ask ids restart with every
 HumanChannel (each wake of a run gets a new one), so the hub names cards "<wake>-<ask id>"
 ("1-q2") and may bind a re-asked question to an older card. Buttons carry the card id.
+
+A question the runtime asks itself carries a ``kind``: "budget" (the run reached its cost cap) is
+drawn as its own card — the figures, one button per raise and Stop, words for anything else.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from adapters.ids import encode
 from adapters.surface import Button, OutMessage
@@ -42,6 +46,10 @@ class AskCard:
     by: str = ""  # the user who answered or declined, when the hub knows
     remaining: int = -1
     note: str = ""  # e.g. "asked again after the run was woken"
+    where: str = ""  # the place it was settled from ("Slack", "the web page"), when the run shows in several
+    kind: str = ""  # "" = the agent's question; "budget" = the run's cost cap was reached
+    facts: dict[str, Any] = field(default_factory=dict)  # a budget card's figures: spent, aside, total, cap
+
 
     @property
     def open(self) -> bool:
@@ -49,6 +57,8 @@ class AskCard:
 
 
 def render(run_id: str, card: AskCard, who: fmt.Who = fmt.plain_who) -> OutMessage:
+    if card.kind == BUDGET:
+        return render_budget(run_id, card, who)
     lines = [card.question]
     if card.options:
         lines.append("")
@@ -69,9 +79,73 @@ def render(run_id: str, card: AskCard, who: fmt.Who = fmt.plain_who) -> OutMessa
         return OutMessage(ask_key(card.card_id), "ask", "\n".join(lines), title=title, buttons=buttons,
                           important=True, replace=True)
     icon, head = OUTCOMES.get(card.state, ("•", card.state))
-    title = f"{icon} {head.format(who=who(card.by) if card.by else 'someone')}"
+    by = (who(card.by) if card.by else "someone") + (f" on {card.where}" if card.where else "")
+    title = f"{icon} {head.format(who=by)}"
     if card.state == "answered":
         lines += ["", f"Answer: {fmt.clip(card.answer, 1500) or '(empty)'}"]
     elif card.state == "declined" and card.answer:
         lines += ["", f"Reason: {fmt.clip(card.answer, 1500)}"]
     return OutMessage(ask_key(card.card_id), "ask", "\n".join(lines), title=title, important=True, replace=True)
+
+
+# ---- the budget card ------------------------------------------------------------------------------
+BUDGET = "budget"
+BUDGET_OUTCOMES: dict[str, tuple[str, str]] = {
+    "timeout": ("⌛", "No answer in time — the run stopped at its cost cap"),
+    "declined": ("🚫", "Declined by {who} — the run stopped at its cost cap"),
+    "cancelled": ("✖️", "Closed — the run stopped before an answer"),
+}
+
+
+def _num(v: Any) -> float:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0.0
+
+
+def render_budget(run_id: str, card: AskCard, who: fmt.Who = fmt.plain_who) -> OutMessage:
+    """"💰 Budget reached": spent / cap, then +$N buttons, Stop, and words; afterwards who decided what."""
+    f = card.facts
+    total, aside, cap = _num(f.get("total")), _num(f.get("aside")), _num(f.get("cap"))
+    fields = [("Spent", fmt.money(total)), ("Cap", fmt.money(cap))]
+    if aside > 0:
+        fields.append(("Side questions", f"{fmt.money(aside)} (included)"))
+    head = (f"The run has spent {fmt.money(total)} of its {fmt.money(cap)} cost cap and is paused." if card.open
+            else f"The run had spent {fmt.money(total)} of its {fmt.money(cap)} cost cap.")
+    if card.note:
+        head += f"\n_{card.note}_"
+    if card.open:
+        raises = [o for o in card.options if o.startswith("+")]
+        lines = [head, "", "Raise the cap to go on in the same session, or stop it here. Words work too: an "
+                 "amount in them (“continue but wrap up within $2”) raises the cap by that much, and the "
+                 "agent hears them. No answer in time stops the run."]
+        buttons = []
+        for i, opt in enumerate(card.options[:MAX_OPTION_BUTTONS]):
+            if opt in raises:
+                step = _amount(opt)
+                label = f"{opt} (cap {fmt.money(cap + step)})" if step else opt
+                buttons.append(Button(fmt.one_line(label, LABEL_MAX), encode("ans", run_id, card.card_id, i),
+                                      "primary" if i == 0 else "default"))
+            else:
+                buttons.append(Button(fmt.one_line(opt, LABEL_MAX), encode("ans", run_id, card.card_id, i),
+                                      "danger" if opt.casefold() == "stop" else "default"))
+        key = card.card_id.split("-", 1)[-1]
+        lines += ["", f"Reply `{key}: …` in the thread to answer in words."]
+        buttons.append(Button("Answer in words…", encode("txt", run_id, card.card_id)))
+        return OutMessage(ask_key(card.card_id), "ask", "\n".join(lines), title="💰 Budget reached",
+                          fields=fields, buttons=buttons, important=True, replace=True, tone="danger")
+    by = who(card.by) if card.by else "someone"
+    if card.state == "answered":
+        stop = card.answer.strip().casefold() == "stop"
+        title = f"⏹️ Stopped at the cost cap by {by}" if stop else f"💰 Budget answered by {by}: " \
+            f"{fmt.one_line(card.answer, 60) or '(empty)'}"
+    else:
+        icon, text = BUDGET_OUTCOMES.get(card.state, ("•", card.state))
+        title = f"{icon} {text.format(who=by)}"
+    return OutMessage(ask_key(card.card_id), "ask", head, title=title, fields=fields, important=True,
+                      replace=True)
+
+
+def _amount(option: str) -> float:
+    try:
+        return float(option.lstrip("+").lstrip("$"))
+    except ValueError:
+        return 0.0

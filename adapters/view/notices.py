@@ -13,7 +13,7 @@ from adapters.view import fmt
 
 
 def receipt(key: str, text: str, state: str, *, by: str = "", amended: bool = False,
-            who: fmt.Who = fmt.plain_who, origin: str = "") -> OutMessage:
+            who: fmt.Who = fmt.plain_who, origin: str = "", only_in: str = "") -> OutMessage:
     """Inbox mail: queued (the agent will read it at its next check) -> delivered (it read it)."""
     sender = f" from {who(by)}" if by else ""
     if state == "delivered":
@@ -21,7 +21,8 @@ def receipt(key: str, text: str, state: str, *, by: str = "", amended: bool = Fa
     else:
         head = f"📨 Queued for the agent{sender} — it reads its inbox at the next checkpoint"
     tail = "\n(also added to the brief)" if amended else ""
-    return OutMessage(key, "receipt", f"{head}: {fmt.quote(text, 500)}{tail}", replace=True, origin=origin)
+    return OutMessage(key, "receipt", f"{head}: {fmt.quote(text, 500)}{tail}", replace=True, origin=origin,
+                      only_in=only_in)
 
 
 def handoff(key: str, p: dict[str, Any], text: str, window: int) -> OutMessage:
@@ -88,3 +89,17 @@ def oracle(key: str, question: str, answer: str | None, by: str, who: fmt.Who = 
     body = f"Q: {fmt.one_line(question, 500)}\n\n" + (fmt.clip(answer, 6000) if answer is not None
                                                        else "_thinking… (the run is not disturbed)_")
     return OutMessage(key, "oracle", body, title=f"🔮 Oracle — asked by {who(by)}", replace=True)
+
+
+def budget(key: str, p: dict[str, Any]) -> OutMessage:
+    """The cost cap moved: raised (the run goes on), or the run stopped at it (or refused to start)."""
+    phase = p.get("phase")
+    cap = p.get("cap") if isinstance(p.get("cap"), int | float) else 0.0
+    if phase == "raised":
+        body = f"💰 Cost cap raised to {fmt.money(cap)} — the run goes on in the same session"
+        if p.get("note"):
+            body += f"; the agent hears: {fmt.quote(str(p['note']), 300)}"
+        return OutMessage(key, "notice", body, replace=False)
+    note = str(p.get("note") or "stopped at the cost cap")
+    icon = "⛔" if phase == "refused" else "⏹️"
+    return OutMessage(key, "notice", f"{icon} {note[:1].upper()}{note[1:]}", replace=False, tone="danger")

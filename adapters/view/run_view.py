@@ -14,6 +14,7 @@ calls `tick()` when `due_in()` says so, to flush what is waiting without a new e
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable
@@ -65,6 +66,7 @@ class RunView:
         self._cards: dict[str, AskCard] = {}  # open cards only: settled ones are dropped
         self._bound: dict[str, str] = {}  # ask id -> card id, for the current channel
         self._answered_by: dict[str, str] = {}  # card id -> who is answering it right now
+        self._answered_where: dict[str, str] = {}  # card id -> the place they answer from, when it matters
         self._receipts = Receipts(epoch, self.cfg.who)
         self._trouble: dict[str, Any] | None = None
         self._handoff_key: str | None = None
@@ -118,6 +120,10 @@ class RunView:
         elif kind == "reset":
             self._flush_prose(out)
             out.append(notices.reset(self._key("reset"), p, ev.text))
+        elif kind == "system" and p.get("subtype") == "budget":
+            milestone |= self._budget(p, out)
+        elif kind == "system" and p.get("subtype") in ("parked", "unparked"):
+            milestone |= self._parking(p.get("subtype") == "parked")
         # thinking, tool_result, prompt, system, task, unknown and kinds added later: not for the thread
         self._due(now, out, force_status=milestone)
         return out
@@ -162,14 +168,18 @@ class RunView:
         """Render a card this view does not track (one from before a wake, being closed or noted)."""
         return [asks.render(self.run_id, card, self.cfg.who)]
 
-    def answering(self, card_id: str, user: str) -> None:
-        """`user` is about to answer or decline this card: the outcome card will name them."""
+    def answering(self, card_id: str, user: str, where: str = "") -> None:
+        """`user` is about to answer or decline this card: the outcome card will name them (and
+        `where` they did it, when the run shows in several places)."""
         self._answered_by[card_id] = user
+        if where:
+            self._answered_where[card_id] = where
 
-    def expect_mail(self, user: str, origin: str = "") -> None:
+    def expect_mail(self, user: str, origin: str = "", only_in: str = "") -> None:
         """The next mail event comes from `user` (the channel emits it inside send()); `origin` is
-        the platform id of their own message, when they wrote one."""
-        self._receipts.expect(user, origin)
+        the platform id of their own message, when they wrote one; `only_in` the thread its receipts
+        belong to."""
+        self._receipts.expect(user, origin, only_in)
 
     def mail_sent(self, mail_id: str, user: str) -> list[OutMessage]:
         """After send() returned: name the sender if the queued receipt went out without them."""
@@ -209,7 +219,11 @@ class RunView:
             if outcome.cost_usd:
                 self.status_card.cost_usd = outcome.cost_usd
             self._due(self._clock(), out, force_status=True)
-            out.append(summary.render(f"summary:{self.epoch}", outcome, self.cfg.who))
+            card = summary.render(f"summary:{self.epoch}", outcome, self.cfg.who)
+            c = self.status_card
+            extra = ([("Side questions", fmt.money(c.aside_usd))] if c.aside_usd > 0 else []) + (
+                [("Budget", c.budget_text())] if c.cap_usd is not None else [])
+            out.append(dataclasses.replace(card, fields=[*card.fields, *extra]) if extra else card)
         except Exception as exc:
             self.errors += 1
             self.last_error = repr(exc)
@@ -276,6 +290,9 @@ class RunView:
         card = self._cards.get(card_id)
         if card is None:
             card = AskCard(card_id, ask_id, ev.text, [str(o) for o in p.get("options") or []])
+        if p.get("kind"):  # a question of the runtime's own (the cost cap): drawn from its figures
+            card.kind = str(p["kind"])
+            card.facts = {k: p[k] for k in ("spent", "aside", "total", "cap", "step") if k in p}
         card.ask_id, card.state = ask_id, state
         card.remaining = int(_num(p.get("remaining", -1)))
         if state == "asked":
@@ -283,6 +300,7 @@ class RunView:
         else:
             card.answer = str(p.get("answer") or "")
             card.by = self._answered_by.pop(card_id, card.by)
+            card.where = self._answered_where.pop(card_id, card.where)
             self._cards.pop(card_id, None)
             self._bound.pop(ask_id, None)
         out.append(asks.render(self.run_id, card, self.cfg.who))
@@ -304,6 +322,34 @@ class RunView:
         key = self._handoff_key or self._key("handoff")
         self._handoff_key = key if phase == "writing" else None
         out.append(notices.handoff(key, p, ev.text, self.status_card.window))
+
+    def _parking(self, parked: bool) -> bool:
+        """A parked run has no CLI while its question waits (flower_core/runtime/parking.py)."""
+        c = self.status_card
+        before = c.state
+        if c.state not in status.FINAL_STATES:
+            if parked:
+                c.state = "parked"
+            elif c.state == "parked":
+                c.state = "waiting" if self._cards else "running"
+        return c.state != before
+
+    def _budget(self, p: dict[str, Any], out: list[OutMessage]) -> bool:
+        """The cost cap's books: spent / cap on the card; a notice when the cap is raised or the run stopped."""
+        c = self.status_card
+        before = c.tone()
+        if isinstance(p.get("spent"), int | float):
+            c.cost_usd = float(p["spent"])
+        if isinstance(p.get("aside"), int | float):
+            c.aside_usd = float(p["aside"])
+        cap = p.get("cap")
+        c.cap_usd = float(cap) if isinstance(cap, int | float) and not isinstance(cap, bool) else None
+        self._dirty = True
+        phase = p.get("phase")
+        if phase in ("raised", "stopped", "refused"):
+            self._flush_prose(out)
+            out.append(notices.budget(self._key("budget"), p))
+        return c.tone() != before or phase in ("set", "raised", "stopped", "refused")
 
     def _trouble_event(self, kind: str, ev: Event, out: list[OutMessage]) -> None:
         t = self._trouble

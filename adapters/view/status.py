@@ -2,7 +2,8 @@
 
 `StatusCard` is plain state the run view updates from events; `render()` turns it into the
 `OutMessage` keyed "status". The card carries the live-run buttons (interrupt, oracle, stop) until
-the run ends.
+the run ends. With a cost cap it shows spent / cap and turns to the "warning" tone at 80% of it
+("danger" once reached); the oracle's side questions are counted in and shown on their own line.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ STATES: dict[str, tuple[str, str]] = {
     "starting": ("⏳", "Starting"),
     "running": ("▶️", "Running"),
     "waiting": ("❓", "Waiting for an answer"),
+    "parked": ("🅿️", "Parked — waiting for an answer"),  # no CLI process until the answer comes
     "interrupted": ("⏸️", "Interrupted"),
     "done": ("✅", "Done"),
     "failed": ("❌", "Failed"),
@@ -29,6 +31,7 @@ STATES: dict[str, tuple[str, str]] = {
     "died": ("💤", "Stopped by a bot restart"),
 }
 FINAL_STATES = frozenset({"done", "failed", "stopped", "died"})
+WARN_SHARE = 0.8  # of the cost cap: from here on the card is a warning
 
 
 @dataclass
@@ -44,6 +47,8 @@ class StatusCard:
     step_note: str = ""  # "resumed" / "woken" / "reused"
     context: int = 0
     cost_usd: float = 0.0
+    aside_usd: float = 0.0  # the oracle's side questions: counted against the cap, shown apart
+    cap_usd: float | None = None  # the run's cost cap, once a budget event reported one
     ended_at: float | None = None
     tools: deque[str] = field(default_factory=lambda: deque(maxlen=3))
 
@@ -52,6 +57,27 @@ class StatusCard:
             return "—"
         note = f" ({self.step_note})" if self.step_note else ""
         return f"{self.step_index}/{self.step_total} {self.step_name}{note}"
+
+    def share(self) -> float | None:
+        """(run + side questions) / cap; None without a cap."""
+        if self.cap_usd is None:
+            return None
+        total = self.cost_usd + self.aside_usd
+        return total / self.cap_usd if self.cap_usd > 0 else 1.0
+
+    def tone(self) -> str:
+        share = self.share()
+        if share is None:
+            return ""
+        return "danger" if share >= 1.0 else "warning" if share >= WARN_SHARE else ""
+
+    def budget_text(self) -> str:
+        """"$4.22 / $5.00 (84%) ⚠️" — spent including side questions, against the cap."""
+        share = self.share()
+        if share is None or self.cap_usd is None:
+            return "no cap"
+        mark = " ⛔" if share >= 1.0 else " ⚠️" if share >= WARN_SHARE else ""
+        return f"{fmt.money(self.cost_usd + self.aside_usd)} / {fmt.money(self.cap_usd)} ({share:.0%}){mark}"
 
     def context_text(self) -> str:
         if not self.context:
@@ -73,6 +99,10 @@ def render(card: StatusCard, now: float) -> OutMessage:
         ("Elapsed", fmt.duration(end - card.started_at)),
         ("State", label),
     ]
+    if card.aside_usd > 0:
+        fields.insert(3, ("Side questions", fmt.money(card.aside_usd)))
+    if card.cap_usd is not None:
+        fields.insert(3, ("Budget", card.budget_text()))
     lines = [f"Task: {fmt.one_line(card.task, 200)}"]
     if card.tools:
         lines.append("Last tools: " + " · ".join(card.tools))
@@ -84,4 +114,4 @@ def render(card: StatusCard, now: float) -> OutMessage:
             Button("Stop", encode("stop", card.run_id), "danger"),
         ]
     return OutMessage(STATUS_KEY, "status", "\n".join(lines), title=title, fields=fields, buttons=buttons,
-                      replace=True)
+                      replace=True, tone=card.tone())
