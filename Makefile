@@ -1,10 +1,11 @@
-# Two entry points: `make demo` (offline demo) and `make test` (lint, types, tests).
+# Two entry points: `make demo` (the bot with its web page on the offline demo model) and `make test`
+# (lint, types, tests).
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest bench clean
+.PHONY: demo terminal-demo test lint types pytest chromium bench clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 2; }
@@ -14,6 +15,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
+	$(BIN)/flower-bot web --demo $(DEMO_ARGS)
+
+terminal-demo: $(STAMP)
 	$(BIN)/flower demo
 
 lint: $(STAMP)
@@ -22,8 +26,14 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) chromium
 	$(BIN)/python -m pytest -q
+
+# The web page's browser test drives Debian's headless Chromium; install it where apt-get can.
+chromium:
+	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get update -q && apt-get install -y chromium chromium-driver; } || \
+		echo "could not install chromium (not root?): the browser test will be skipped"; fi
 
 test: lint types pytest
 

@@ -1,0 +1,213 @@
+"""WebFrontend: the web page and the HTTP API as one of the bot's front ends.
+
+    front = WebFrontend(host="127.0.0.1", port=8470, demo=True, db_path=root / "web-threads.db")
+    hub = Hub({"web": front.surface}, store, ...)
+    front.attach(hub)          # the run event log taps the hub
+    await front.start()        # listening; prints the URL (with a generated token off loopback)
+    ...
+    await front.stop()
+
+Its pieces: `WebSurface` (the threads the page shows), `EventLogs` (the per-run event logs of the
+API), `Guard` (loopback/token/origin), and the aiohttp application built by `make_app`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from adapters.state import RunRecord
+from adapters.surface import ThreadRef
+from adapters.web import api, page, stream
+from adapters.web.events import EventLogs
+from adapters.web.guard import Guard, is_loopback, new_token
+from adapters.web.surface import Watcher, WebSurface
+from flower_core import Event
+
+if TYPE_CHECKING:
+    from adapters.hub import Hub
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MAX_BODY", "WebFrontend", "make_app"]
+
+MAX_BODY = 256 * 1024  # a request body; answers and mail are short, a task fits easily
+SECURITY_HEADERS = {
+    # Nothing but our own files: even a rendering bug cannot run or load anything else.
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+                               "frame-ancestors 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class WebFrontend:
+    name = "web"
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 8470, token: str | None = None, demo: bool = False,
+                 db_path: str | Path | None = None, event_maxlen: int = 2000, max_body: int = MAX_BODY,
+                 mirror_all: bool = True, say: Callable[[str], object] = print) -> None:
+        self.host, self.port = host, port
+        self.demo = demo
+        self.token_generated = not token and not is_loopback(host)
+        self.token = token or (new_token() if self.token_generated else None)
+        self.guard = Guard(self.token)
+        self.max_body = max_body
+        self.surface = WebSurface(db_path)
+        self.events = EventLogs(event_maxlen)
+        self.boot = uuid.uuid4().hex[:8]
+        self.pages: set[Watcher] = set()
+        self.sockets: set[web.WebSocketResponse] = set()  # open pages and event streams, closed on stop
+        self.runs_version = 0
+        self._hub: Hub | None = None
+        self._ends: dict[str, asyncio.Task[None]] = {}
+        self._runner: web.AppRunner | None = None
+        self._say = say
+        self.mirror_all = mirror_all  # show runs started on other front ends too
+        self._where_ok = False
+        self.surface.listeners.append(self._on_message)
+
+    # ---- the Frontend protocol ------------------------------------------------------------------
+    @property
+    def hub(self) -> Hub:
+        if self._hub is None:
+            raise RuntimeError("WebFrontend.attach(hub) was not called")
+        return self._hub
+
+    def attach(self, hub: Hub) -> None:
+        self._hub = hub
+        hub.taps.append(self._tap)
+        # Runs started elsewhere (Slack, Discord) show on the page too, where the hub can mirror them.
+        auto = getattr(getattr(hub, "mirrors", None), "auto", None)
+        if self.mirror_all and isinstance(auto, list):
+            auto.append(self._mirror_here)
+        try:
+            self._where_ok = "where" in inspect.signature(hub.handle_action).parameters
+        except (TypeError, ValueError):
+            self._where_ok = False
+
+    # ---- which thread of the page shows a run -----------------------------------------------------
+    def _mirror_here(self, record: RunRecord) -> ThreadRef | None:
+        return None if record.thread.platform == self.name else ThreadRef(self.name, "page", record.run_id)
+
+    def page_thread(self, record: RunRecord) -> ThreadRef | None:
+        """The page's thread for a run: its own (started here) or the mirror of one started elsewhere."""
+        if record.thread.platform == self.name:
+            return record.thread
+        mirrors_of = getattr(self.hub.store, "mirrors_of", None)
+        if mirrors_of is not None:
+            for m in mirrors_of(record.run_id):
+                if m.thread.platform == self.name and m.scope == "all":
+                    return m.thread
+        return None
+
+    def where(self, record: RunRecord) -> dict[str, Any]:
+        """The `where=` an intent from this page carries (cards of a run shown in several places say
+        where an answer came from), when the hub takes it."""
+        page = self.page_thread(record)
+        return {"where": page} if self._where_ok and page is not None else {}
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            return
+        runner = web.AppRunner(make_app(self), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port)
+        try:
+            await site.start()
+        except OSError:  # the port is taken, the address is not ours: the caller says what to do
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        if runner.addresses:  # the real port when 0 (any free one) was asked for
+            self.port = int(runner.addresses[0][1])
+        self._announce()
+
+    async def stop(self) -> None:
+        for task in list(self._ends.values()):
+            task.cancel()
+        self._ends.clear()
+        for ws in list(self.sockets):
+            with contextlib.suppress(Exception):
+                await ws.close()
+        for watcher in list(self.pages):
+            watcher.wake.set()
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+        self.surface.close()
+
+    # ---- addresses ------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if self.host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"  # listening everywhere: this machine reaches it on loopback too
+        return f"http://{host}:{self.port}/"
+
+    def _announce(self) -> None:
+        banner = " (offline demo — model double, no API key)" if self.demo else ""
+        if self.token is None:
+            self._say(f"flower web page{banner}: {self.url}")
+        elif self.token_generated:
+            # Printed once on the terminal for the person who started it; never logged.
+            self._say(f"flower web page{banner}: {self.url}?token={self.token}\n"
+                      "  (bound beyond loopback: this generated token is required; set FLOWER_WEB_TOKEN to choose it)")
+        else:
+            self._say(f"flower web page{banner}: {self.url} (token from FLOWER_WEB_TOKEN / [web].token: "
+                      "open it as ?token=… once, or send 'Authorization: Bearer …')")
+
+    # ---- change signals -------------------------------------------------------------------------
+    def runs_changed(self) -> None:
+        """The runs list may have changed: every page refreshes it."""
+        self.runs_version += 1
+        for watcher in self.pages:
+            watcher.wake.set()
+
+    def _on_message(self, thread: ThreadRef, body: dict[str, Any]) -> None:
+        if body.get("kind") in ("status", "summary"):
+            self.runs_changed()
+
+    def _tap(self, run_id: str, ev: Event) -> None:
+        """Every event of every run (a hub tap: never raises). Also notices runs going live, so
+        their event streams hear when they end."""
+        self.events.tap(run_id, ev)
+        try:
+            if run_id not in self._ends and self._hub is not None and run_id in self._hub.live:
+                self._ends[run_id] = asyncio.get_running_loop().create_task(self._await_end(run_id))
+        except Exception as exc:
+            log.warning("web: cannot follow run %s: %r", run_id, exc)
+
+    async def _await_end(self, run_id: str) -> None:
+        try:
+            await self.hub.wait(run_id)
+        finally:
+            self._ends.pop(run_id, None)
+            found = self.events.get(run_id)
+            if found is not None:
+                found.poke()
+            self.runs_changed()
+
+
+async def _on_prepare(request: web.Request, response: web.StreamResponse) -> None:
+    for key, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(key, value)
+
+
+def make_app(front: WebFrontend) -> web.Application:
+    app = web.Application(middlewares=[front.guard.middleware, api.json_errors], client_max_size=front.max_body)
+    app[api.WEB_KEY] = front
+    app.router.add_routes(api.routes() + stream.stream_routes())
+    app.router.add_get("/", page.index)
+    app.router.add_get("/ws", page.page_ws)
+    app.router.add_static("/static", page.STATIC, follow_symlinks=False)
+    app.on_response_prepare.append(_on_prepare)
+    return app

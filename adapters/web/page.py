@@ -1,0 +1,173 @@
+"""The page and its own WebSocket (`/ws`): one run's thread as rendered messages, live.
+
+Frames (JSON). Client → server:
+    {"op": "watch", "run": id, "after": N, "events_after": M}   show this run; N, M: what I already have
+    {"op": "ping"}
+Server → client:
+    {"type": "hello", "demo": bool, "user": "web", "boot": id}
+    {"type": "runs", "runs": [run, …]}                           the web runs, on connect and on change
+    {"type": "thread", "run", "reset": bool, "messages": [m, …], "head": N}
+        m = {"id", "pos", "seq", "key", "kind", "title", "text", "fields", "buttons", "origin", …};
+        changed messages since the client's N, current versions in post order (reset: replace all)
+    {"type": "activity", "run", "items": [{"seq", "tool", "text", "sub"}], "last": M, "dropped": bool}
+        tool calls, one line each, from the run's event log
+    {"type": "notice", "run", "text"}                            something only this page's person is told
+    {"type": "error", "error"}
+
+After a dropped connection or a server restart the page sends its watch again with the highest
+seqs it has applied; the server answers with exactly what changed since, so nothing is shown twice
+and nothing is missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from adapters.view import fmt
+from adapters.web.api import WEB_USER, run_json, web_of
+from adapters.web.events import EventLog
+from adapters.web.surface import Watcher
+
+__all__ = ["STATIC", "index", "page_ws"]
+
+STATIC = Path(__file__).parent / "static"
+ASK_TOOL = "mcp__human__ask"
+RUNS_SHOWN = 200
+ACTIVITY_PAGE = 500
+
+
+@dataclass
+class Watching:
+    run_id: str
+    thread: str
+    cursor: int  # highest message seq sent
+    log: EventLog
+    events_cursor: int  # highest event seq read
+
+
+async def index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+
+async def page_ws(request: web.Request) -> web.WebSocketResponse:
+    w = web_of(request)
+    ws = web.WebSocketResponse(heartbeat=25.0, max_msg_size=16 * 1024)
+    await ws.prepare(request)
+    watcher = w.surface.watch()
+    w.pages.add(watcher)
+    w.sockets.add(ws)
+    asks: list[dict[str, Any]] = []  # frames from the page not yet handled (of watches, the newest wins)
+    reader = asyncio.create_task(_read(ws, watcher, asks))
+    watching: Watching | None = None
+    try:
+        await ws.send_json({"type": "hello", "demo": w.demo, "user": WEB_USER, "boot": w.boot})
+        runs_sent = -1
+        while not ws.closed:
+            watcher.wake.clear()
+            if runs_sent != w.runs_version:
+                runs_sent = w.runs_version
+                shown = [r for r in w.hub.runs(live_only=False) if w.page_thread(r) is not None]
+                runs = [run_json(w, r) for r in shown[:RUNS_SHOWN]]
+                await ws.send_json({"type": "runs", "runs": runs})
+            if asks:
+                bad = [a for a in asks if a.get("op") != "watch"]
+                wants = [a for a in asks if a.get("op") == "watch"]
+                asks.clear()
+                if bad:
+                    await ws.send_json({"type": "error", "error": 'unknown frame; send {"op": "watch", "run": …}'})
+                if wants:
+                    if watching is not None:
+                        watching.log.release(watcher.wake)
+                    watching = await _start_watch(ws, w, watcher, wants[-1])
+            if watching is not None:
+                await _send_changes(ws, w, watching)
+            while watcher.notices:
+                note = watcher.notices.pop(0)
+                if watching is not None and note["thread"] == watching.thread:
+                    await ws.send_json({"type": "notice", "run": watching.run_id, "text": note["text"]})
+            await watcher.wake.wait()
+    except (ConnectionResetError, RuntimeError):
+        pass  # the page went away mid-send
+    finally:
+        if watching is not None:
+            watching.log.release(watcher.wake)
+        w.surface.unwatch(watcher)
+        w.pages.discard(watcher)
+        w.sockets.discard(ws)
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        await ws.close()
+    return ws
+
+
+async def _read(ws: web.WebSocketResponse, watcher: Watcher, asks: list[dict[str, Any]]) -> None:
+    try:
+        async for msg in ws:
+            if msg.type != WSMsgType.TEXT:
+                if msg.type == WSMsgType.ERROR:
+                    break
+                continue
+            try:
+                data = json.loads(msg.data)
+            except ValueError:
+                data = None
+            if isinstance(data, dict) and data.get("op") == "ping":
+                continue
+            # Only the main loop writes to the socket: hand the request (or the complaint) over.
+            asks.append(data if isinstance(data, dict) and data.get("op") == "watch" else {"op": "bad"})
+            watcher.wake.set()
+    finally:
+        watcher.wake.set()
+
+
+def _cursor(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+async def _start_watch(ws: web.WebSocketResponse, w: Any, watcher: Watcher, want: dict[str, Any]) -> Watching | None:
+    run_id = want.get("run")
+    record = w.hub.store.get_run(run_id) if isinstance(run_id, str) else None
+    page = w.page_thread(record) if record is not None else None
+    if record is None or page is None:
+        watcher.threads.clear()
+        await ws.send_json({"type": "error", "error": f"no run {run_id!r} on this page"})
+        return None
+    thread = str(page)
+    watcher.threads = {thread}
+    log = w.events.get(record.run_id, create=True)
+    log.waiter(watcher.wake)
+    after = _cursor(want.get("after"))
+    # A cursor from the future means the server lost its store (it ran in memory): start over.
+    reset = after == 0 or after > w.surface.thread_head(thread)
+    watching = Watching(record.run_id, thread, 0 if reset else after, log, _cursor(want.get("events_after")))
+    await _send_changes(ws, w, watching, reset=reset, always=True)
+    return watching
+
+
+async def _send_changes(ws: web.WebSocketResponse, w: Any, watching: Watching, *, reset: bool = False,
+                        always: bool = False) -> None:
+    messages = w.surface.changes(watching.thread, watching.cursor)
+    if messages or always:
+        watching.cursor = max([watching.cursor, *(m["seq"] for m in messages)])
+        await ws.send_json({"type": "thread", "run": watching.run_id, "reset": reset, "messages": messages,
+                            "head": watching.cursor})
+    while True:
+        page = watching.log.after(watching.events_cursor, ACTIVITY_PAGE)
+        items = [{"seq": e["seq"], "tool": fmt.tool_name(e["tool"]), "text": fmt.one_line(e["text"], 160),
+                  "sub": bool(e["payload"].get("subagent"))}
+                 for e in page.events if e["kind"] == "tool_call" and e["tool"] != ASK_TOOL]
+        if items or page.dropped or always:
+            await ws.send_json({"type": "activity", "run": watching.run_id, "items": items, "last": page.last,
+                                "dropped": page.dropped})
+        always = False
+        watching.events_cursor = page.last
+        if len(page.events) < ACTIVITY_PAGE:
+            return

@@ -1,0 +1,451 @@
+// flower's web page: runs on the left, the selected run as a live chat thread.
+//
+// Everything the agent or the server says is put into the DOM as text (textContent, text nodes):
+// never as markup. The small Markdown subset (code fences, `code`, **bold**, _italic_) is applied
+// by building elements around plain text, so no string from the server is ever parsed as HTML.
+//
+// One WebSocket (/ws) carries the runs list and the selected run's thread. Each message carries
+// the sequence number of its latest change; the page remembers the highest it applied and, after
+// a dropped connection or a server restart, asks for the changes after it — nothing twice,
+// nothing missed.
+"use strict";
+
+const FINAL = new Set(["done", "failed", "stopped"]);
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  ws: null,
+  backoff: 500,
+  runs: new Map(),          // run id -> run (from the server's runs list)
+  selected: null,           // run id shown
+  messages: new Map(),      // message id -> message (current version)
+  nodes: new Map(),         // message id -> its <li>
+  lastSeq: 0,               // highest message seq applied for the selected run
+  eventsLast: 0,            // event-log cursor of the activity lines
+  activity: [],             // [{seq, tool, text, sub}]
+  activityDropped: false,   // some of the run's older tool activity is no longer kept
+  status: null,             // the status message (rendered at the top, not in the thread)
+  toastSeen: new Map(),     // text -> time shown (the same words twice in a row are shown once)
+};
+
+// ---- small DOM helpers -----------------------------------------------------------------------
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+function inline(parent, line) {
+  // `code`, **bold**, _italic_; everything else is a text node.
+  const parts = line.split(/(`[^`]+`|\*\*[^*]+\*\*|\b_[^_\n]+_\b)/);
+  for (const part of parts) {
+    if (!part) continue;
+    if (part.length > 2 && part.startsWith("`") && part.endsWith("`")) parent.append(el("code", "", part.slice(1, -1)));
+    else if (part.length > 4 && part.startsWith("**") && part.endsWith("**")) parent.append(el("strong", "", part.slice(2, -2)));
+    else if (part.length > 2 && part.startsWith("_") && part.endsWith("_")) parent.append(el("em", "", part.slice(1, -1)));
+    else parent.append(document.createTextNode(part));
+  }
+}
+
+function renderText(text) {
+  const box = el("div", "text");
+  const chunks = String(text || "").split(/^```[^\n]*\n?/m);
+  chunks.forEach((chunk, i) => {
+    if (i % 2 === 1) {  // inside a fence
+      const pre = el("pre");
+      pre.append(el("code", "", chunk.replace(/\n$/, "")));
+      box.append(pre);
+      return;
+    }
+    for (const para of chunk.split(/\n{2,}/)) {
+      if (!para.trim()) continue;
+      const p = el("p");
+      para.split("\n").forEach((line, j) => {
+        if (j) p.append(el("br"));
+        inline(p, line);
+      });
+      box.append(p);
+    }
+  });
+  return box;
+}
+
+function newId() {
+  return Date.now().toString(36) + Math.random().toString(36).slice(2, 10);
+}
+
+function verbOf(actionId) {
+  return String(actionId).split(":")[1] || "";
+}
+
+function toast(text, kind) {
+  if (!text) return;
+  const now = Date.now();
+  if (now - (state.toastSeen.get(text) || 0) < 3000) return;
+  state.toastSeen.set(text, now);
+  const t = el("div", "toast " + (kind || ""), text);
+  $("toasts").append(t);
+  setTimeout(() => t.remove(), 6000);
+}
+
+async function api(path, body) {
+  const init = body === undefined ? {} : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  };
+  let data;
+  try {
+    const r = await fetch(path, init);
+    try { data = await r.json(); } catch (_) { data = { ok: false, error: `HTTP ${r.status}` }; }
+    data.httpStatus = r.status;
+  } catch (err) {
+    data = { ok: false, error: "The server is not reachable; try again in a moment." };
+  }
+  return data;
+}
+
+function said(result) {
+  // Show what the hub answered (a refusal also arrives as a notice; the toast shows it once).
+  if (result.ok || result.duplicate) toast(result.message, result.ok ? "ok" : "");
+  else toast(result.error || result.message, "bad");
+}
+
+// ---- the connection ---------------------------------------------------------------------------
+function connect() {
+  const proto = location.protocol === "https:" ? "wss:" : "ws:";
+  const ws = new WebSocket(`${proto}//${location.host}/ws`);
+  state.ws = ws;
+  ws.onopen = () => {
+    state.backoff = 500;
+    $("conn").hidden = true;
+    document.body.dataset.connected = "yes";
+    if (state.selected) watch();
+  };
+  ws.onmessage = (e) => {
+    let frame;
+    try { frame = JSON.parse(e.data); } catch (_) { return; }
+    onFrame(frame);
+  };
+  ws.onclose = () => {
+    document.body.dataset.connected = "no";
+    $("conn").hidden = false;
+    if (state.ws === ws) state.ws = null;
+    setTimeout(connect, state.backoff);
+    state.backoff = Math.min(state.backoff * 2, 5000);
+  };
+}
+
+function watch() {
+  if (state.ws && state.ws.readyState === WebSocket.OPEN && state.selected) {
+    state.ws.send(JSON.stringify({ op: "watch", run: state.selected, after: state.lastSeq,
+                                   events_after: state.eventsLast }));
+  }
+}
+
+function onFrame(f) {
+  if (f.type === "hello") {
+    $("demo-banner").hidden = !f.demo;
+  } else if (f.type === "runs") {
+    state.runs = new Map(f.runs.map((r) => [r.id, r]));
+    renderRuns();
+    renderHead();
+  } else if (f.type === "thread" && f.run === state.selected) {
+    applyThread(f);
+  } else if (f.type === "activity" && f.run === state.selected) {
+    applyActivity(f);
+  } else if (f.type === "notice" && f.run === state.selected) {
+    toast(f.text, "bad");
+  } else if (f.type === "error") {
+    toast(f.error, "bad");
+  }
+}
+
+// ---- runs list --------------------------------------------------------------------------------
+function renderRuns() {
+  const ul = $("runs");
+  ul.replaceChildren();
+  for (const r of state.runs.values()) {
+    const li = el("li", "run-item" + (r.id === state.selected ? " selected" : ""));
+    li.dataset.run = r.id;
+    const b = el("button", "run-button");
+    b.type = "button";
+    b.append(el("span", "run-name", r.task.length > 90 ? r.task.slice(0, 89) + "…" : r.task));
+    const meta = el("span", "run-meta");
+    meta.append(el("span", "badge " + r.status, r.status), el("span", "rid", r.id));
+    if (r.platform !== "web") meta.append(el("span", "from", "from " + r.platform));  // shown here too
+    b.append(meta);
+    b.addEventListener("click", () => select(r.id));
+    li.append(b);
+    ul.append(li);
+  }
+}
+
+function select(runId) {
+  if (location.hash !== "#run=" + runId) history.replaceState(null, "", "#run=" + runId);
+  document.body.classList.remove("runs-open");
+  if (state.selected === runId) return;
+  state.selected = runId;
+  state.messages.clear();
+  state.nodes.clear();
+  state.lastSeq = 0;
+  state.eventsLast = 0;
+  state.activity = [];
+  state.activityDropped = false;
+  state.status = null;
+  $("thread").replaceChildren();
+  $("status").replaceChildren();
+  $("empty").hidden = true;
+  $("run").hidden = false;
+  renderRuns();
+  renderHead();
+  watch();
+}
+
+function renderHead() {
+  const r = state.runs.get(state.selected);
+  $("run-task").textContent = r ? r.task : "";
+  $("run-id").textContent = r ? `${r.id} · ${r.status}` : state.selected || "";
+  const ended = r && FINAL.has(r.status) && !r.live;
+  $("say").disabled = $("send").disabled = $("ask-oracle").disabled = Boolean(ended);
+  $("say").placeholder = ended ? "The run has ended." :
+    "Message the agent (its inbox) · ?question asks the oracle · q1: answers question q1";
+}
+
+// ---- the thread -------------------------------------------------------------------------------
+function applyThread(f) {
+  if (f.reset) {
+    state.messages.clear();
+    state.nodes.clear();
+    $("thread").replaceChildren();
+    state.status = null;
+    state.lastSeq = 0;
+  }
+  for (const m of f.messages) {
+    const old = state.messages.get(m.id);
+    if (old && old.seq >= m.seq) continue;  // already applied (a replay): nothing twice
+    state.messages.set(m.id, m);
+    state.lastSeq = Math.max(state.lastSeq, m.seq);
+    if (m.kind === "status") {
+      state.status = m;
+      renderStatus();
+    } else {
+      place(m, renderMessage(m));
+    }
+  }
+  document.body.dataset.lastSeq = String(state.lastSeq);
+}
+
+function place(m, node) {
+  const thread = $("thread");
+  const old = state.nodes.get(m.id);
+  state.nodes.set(m.id, node);
+  if (old) { old.replaceWith(node); return; }
+  const stick = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+  let before = null;  // keep post order: the first shown message posted after this one
+  for (let n = thread.lastElementChild; n; n = n.previousElementSibling) {
+    if (Number(n.dataset.pos) > m.pos) before = n; else break;
+  }
+  thread.insertBefore(node, before);
+  if (stick) node.scrollIntoView({ block: "end" });
+}
+
+function renderMessage(m) {
+  const li = el("li", `msg ${m.kind}` + (m.tone ? ` tone-${m.tone}` : ""));
+  li.dataset.key = m.key;
+  li.dataset.pos = String(m.pos);
+  li.dataset.id = m.id;
+  if (m.kind === "receipt") {
+    li.dataset.state = m.text.startsWith("📬") ? "delivered" : "queued";
+    li.append(renderText(m.text));
+    return li;
+  }
+  if (m.kind === "ask") li.dataset.state = m.buttons.length ? "open" : "settled";
+  if (m.title) li.append(el("div", "title", m.title));
+  if (m.text) li.append(renderText(m.text));
+  if (m.fields && m.fields.length) li.append(renderFields(m.fields));
+  if (m.kind === "ask" && m.buttons.length) li.append(askButtons(m, li));
+  return li;
+}
+
+function renderFields(fields) {
+  const dl = el("dl", "fields");
+  for (const [k, v] of fields) dl.append(el("dt", "", k), el("dd", "", v));
+  return dl;
+}
+
+function askButtons(m, li) {
+  const row = el("div", "buttons");
+  const form = el("form", "inline-form");
+  form.hidden = true;
+  for (const b of m.buttons) {
+    const verb = verbOf(b.action_id);
+    const btn = el("button", b.style === "primary" ? "primary" : b.style === "danger" ? "danger" : "", b.label);
+    btn.type = "button";
+    btn.dataset.verb = verb;
+    btn.addEventListener("click", () => {
+      if (verb === "dec") openForm(form, b.action_id, "Why not? (optional — the agent is told)", "Decline", true);
+      else press(b.action_id, null, row, form);  // an option, or "answer in words" (the server asks for them)
+    });
+    row.append(btn);
+  }
+  const box = el("div", "ask-actions");
+  box.append(row, form);
+  return box;
+}
+
+function openForm(form, actionId, prompt, label, emptyOk) {
+  form.replaceChildren();
+  const area = el("textarea");
+  area.rows = 2;
+  area.placeholder = prompt;
+  area.setAttribute("aria-label", prompt);
+  const go = el("button", "primary", label);
+  go.type = "submit";
+  form.append(area, go);
+  form.hidden = false;
+  form.onsubmit = (e) => {
+    e.preventDefault();
+    if (!emptyOk && !area.value.trim()) { area.focus(); return; }
+    press(actionId, area.value, null, form);
+  };
+  area.focus();
+}
+
+async function press(actionId, text, row, form) {
+  const buttons = (row || form).querySelectorAll("button");
+  buttons.forEach((b) => { b.disabled = true; });
+  const body = { action_id: actionId, delivery_id: newId() };  // the server dedupes on it
+  if (text !== null) body.text = text;
+  const result = await api("/api/action", body);
+  buttons.forEach((b) => { b.disabled = false; });
+  if (result.needs_input) {
+    openForm(form, actionId, result.needs_input, "Send", false);
+    return;
+  }
+  said(result);
+}
+
+// ---- the status card --------------------------------------------------------------------------
+function renderStatus() {
+  const m = state.status;
+  const box = $("status");
+  box.replaceChildren();
+  if (!m) return;
+  const fields = new Map(m.fields);
+  box.dataset.state = (fields.get("State") || "").toLowerCase();
+  box.className = "status-card" + (m.tone ? ` tone-${m.tone}` : "");
+  const top = el("div", "status-top");
+  top.append(el("div", "title", m.title));
+  if (m.buttons.length) {  // a live run: one Stop button, with the choice and the warning behind it
+    const stop = el("button", "danger", "Stop…");
+    stop.type = "button";
+    stop.id = "stop";
+    stop.addEventListener("click", openStop);
+    top.append(stop);
+  }
+  box.append(top);
+  const grid = el("div", "status-grid");
+  for (const name of ["Step", "Context", "Cost", "Elapsed"]) {
+    const cell = el("div", "cell");
+    cell.append(el("span", "label", name), el("span", "value", fields.get(name) || "—"));
+    if (name === "Context") {
+      const pct = /\((\d+)%\)/.exec(fields.get(name) || "");
+      const bar = el("div", "bar");
+      const fill = el("div", "fill");
+      const level = pct ? Math.min(100, Number(pct[1])) : 0;
+      fill.style.width = level + "%";
+      if (level >= 80) fill.classList.add("hot");
+      bar.append(fill);
+      cell.append(bar);
+    }
+    grid.append(cell);
+  }
+  box.append(grid);
+  const lines = m.text.split("\n").filter((l) => !l.startsWith("Task: "));
+  if (lines.length) box.append(renderText(lines.join("\n")));
+  box.append(renderActivity());
+}
+
+function applyActivity(f) {
+  const known = new Set(state.activity.map((a) => a.seq));
+  for (const item of f.items) if (!known.has(item.seq)) state.activity.push(item);
+  if (state.activity.length > 1000) state.activity.splice(0, state.activity.length - 1000);
+  state.eventsLast = Math.max(state.eventsLast, f.last || 0);
+  if (f.dropped) state.activityDropped = true;
+  const old = document.querySelector("#status .activity");
+  if (old) old.replaceWith(renderActivity(old.open));
+}
+
+function renderActivity(open) {
+  const d = el("details", "activity");
+  d.open = Boolean(open);
+  const n = state.activity.length;
+  const last = state.activity[n - 1];
+  d.append(el("summary", "", n ? `Tool activity · ${n} call${n === 1 ? "" : "s"} · last: ${last.tool} ${last.text}`
+    : "Tool activity · none yet"));
+  const ol = el("ol", "tools");
+  if (state.activityDropped) ol.append(el("li", "dim", "(older activity is no longer kept)"));
+  for (const a of state.activity) ol.append(el("li", a.sub ? "sub" : "", `${a.sub ? "↳ " : ""}${a.tool} ${a.text}`));
+  d.append(ol);
+  return d;
+}
+
+// ---- stop, composer, new run --------------------------------------------------------------------
+function openStop() {
+  $("interrupt-text").value = "";
+  $("stop-dialog").showModal();
+}
+
+async function onStopClosed() {
+  const choice = $("stop-dialog").returnValue;
+  const run = state.selected;
+  if (!run) return;
+  if (choice === "interrupt") said(await api(`/api/runs/${run}/interrupt`, { text: $("interrupt-text").value }));
+  else if (choice === "end") said(await api(`/api/runs/${run}/end`, {}));
+}
+
+async function onSay(oracle) {
+  const box = $("say");
+  const text = box.value.trim();
+  if (!text || !state.selected) { box.focus(); return; }
+  const run = state.selected;
+  const result = oracle ? await api(`/api/runs/${run}/oracle`, { question: text.replace(/^\?\s*/, "") })
+    : await api(`/api/runs/${run}/say`, { text });
+  if (result.ok) box.value = "";
+  said(result);
+}
+
+async function onStart(e) {
+  e.preventDefault();
+  const err = $("new-run-error");
+  err.textContent = "";
+  const task = $("task").value.trim();
+  if (!task) { err.textContent = "Say what the run should do."; $("task").focus(); return; }
+  const body = { task };
+  const num = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));
+  if (num("timeout") !== null) body.timeout_s = num("timeout");
+  if (num("asks") !== null) body.max_asks = num("asks");
+  if (num("budget") !== null) body.budget_usd = num("budget");
+  $("start").disabled = true;
+  const result = await api("/api/runs", body);
+  $("start").disabled = false;
+  if (!result.ok) { err.textContent = result.error || "The run did not start."; return; }
+  $("task").value = "";
+  select(result.id);
+}
+
+function init() {
+  $("new-run").addEventListener("submit", onStart);
+  $("composer").addEventListener("submit", (e) => { e.preventDefault(); onSay(false); });
+  $("say").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); onSay(false); }
+  });
+  $("ask-oracle").addEventListener("click", () => onSay(true));
+  $("stop-dialog").addEventListener("close", onStopClosed);
+  $("toggle-runs").addEventListener("click", () => document.body.classList.toggle("runs-open"));
+  const m = /^#run=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (m) select(m[1]);
+  connect();
+}
+
+document.addEventListener("DOMContentLoaded", init);

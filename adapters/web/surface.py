@@ -1,0 +1,170 @@
+"""WebSurface: the web page as a chat platform — we are the platform, so we keep the messages.
+
+Each thread's messages live in a small SQLite table (a file under the bot's root, or memory):
+message id -> current content, in post order. Every post or edit takes the next number of one
+counter (`seq`), which is also kept, so a page that remembers the highest seq it has applied asks
+for "changes after N" and gets exactly the messages changed since — current versions, in post
+order — with no duplicate and no gap, even across a bot restart (the counter continues from the
+file). Pages are told that something changed by an asyncio.Event per watcher (`watch()`), and
+read by cursor: a slow page costs a query, never an unbounded queue.
+
+`notify()` (an ephemeral line for the actor) is not stored: it goes to the pages watching the
+thread at that moment, like Slack's ephemeral messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from adapters.surface import OutMessage, PermanentSurfaceError, PlatformLimits, ThreadRef
+
+__all__ = ["WEB", "WebSurface", "message_json"]
+
+log = logging.getLogger(__name__)
+
+# We are the platform: no rate limit worth the name, and long texts are fine in a browser. The
+# outbox still paces bursts (coalescing status edits), which keeps the page calm.
+WEB = PlatformLimits(text_max=20_000, post_per_s=50.0, post_burst=100, update_per_min=6000.0, update_burst=100,
+                     buttons_max=25, button_label_max=80, title_max=300, fields_max=25)
+NOTICES_KEPT = 20  # ephemeral lines a watcher holds until its page reads them
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    id TEXT PRIMARY KEY,          -- "w<pos>"
+    thread TEXT NOT NULL,         -- str(ThreadRef)
+    pos INTEGER NOT NULL,         -- the seq it was posted at: post order
+    seq INTEGER NOT NULL,         -- the seq of its latest version
+    body TEXT NOT NULL            -- message_json() of the latest version
+);
+CREATE INDEX IF NOT EXISTS messages_by_thread ON messages (thread, seq);
+"""
+
+
+def message_json(msg: OutMessage) -> dict[str, Any]:
+    """The neutral message as the page renders it (ids, seq and pos are added by the store)."""
+    return {"key": msg.key, "kind": msg.kind, "title": msg.title, "text": msg.text,
+            "fields": [[k, v] for k, v in msg.fields],
+            "buttons": [{"label": b.label, "action_id": b.action_id, "style": b.style} for b in msg.buttons],
+            "important": msg.important, "origin": msg.origin, "tone": getattr(msg, "tone", "")}
+
+
+@dataclass(eq=False)  # identity: watchers live in a set
+class Watcher:
+    """One page's interest in threads: `wake` is set when any of them changes or gets a notice."""
+
+    threads: set[str] = field(default_factory=set)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    notices: list[dict[str, str]] = field(default_factory=list)
+
+
+class WebSurface:
+    name = "web"
+    place = "the web page"  # how cards of a run shown in several places name this one
+    limits = WEB
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = path  # None: in memory (tests, benches); else a file created on first use
+        self._db: sqlite3.Connection | None = None
+        self._seq = 0
+        self._watchers: set[Watcher] = set()
+        # Called with (thread, message) after every post/update, e.g. to refresh the runs list.
+        self.listeners: list[Callable[[ThreadRef, dict[str, Any]], object]] = []
+
+    # ---- storage --------------------------------------------------------------------------------
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            if self.path is None:
+                target = ":memory:"
+            else:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                target = str(self.path)
+            db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            self._seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM messages").fetchone()[0])
+            self._db = db
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    @property
+    def head(self) -> int:
+        """The newest seq handed out (0 before anything was posted)."""
+        _ = self.db
+        return self._seq
+
+    def changes(self, thread: ThreadRef | str, after: int = 0) -> list[dict[str, Any]]:
+        """Messages of the thread changed after seq `after`, current versions, in post order."""
+        rows = self.db.execute("SELECT id, pos, seq, body FROM messages WHERE thread = ? AND seq > ? ORDER BY pos",
+                               (str(thread), after)).fetchall()
+        return [{**json.loads(body), "id": mid, "pos": pos, "seq": seq} for mid, pos, seq, body in rows]
+
+    def thread_head(self, thread: ThreadRef | str) -> int:
+        row = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread = ?", (str(thread),)).fetchone()
+        return int(row[0])
+
+    # ---- the Surface protocol -------------------------------------------------------------------
+    async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
+        body = message_json(msg)
+        try:
+            db = self.db
+            self._seq += 1
+            mid = f"w{self._seq}"
+            db.execute("INSERT INTO messages (id, thread, pos, seq, body) VALUES (?, ?, ?, ?, ?)",
+                       (mid, str(thread), self._seq, self._seq, json.dumps(body)))
+        except sqlite3.Error as exc:  # a full disk is not going to heal by retrying the same call
+            raise PermanentSurfaceError(f"web thread store: {exc}") from exc
+        self._changed(thread, body)
+        return mid
+
+    async def update(self, thread: ThreadRef, message_id: str, msg: OutMessage) -> None:
+        body = message_json(msg)
+        try:
+            db = self.db
+            self._seq += 1
+            cur = db.execute("UPDATE messages SET seq = ?, body = ? WHERE id = ? AND thread = ?",
+                             (self._seq, json.dumps(body), message_id, str(thread)))
+        except sqlite3.Error as exc:
+            raise PermanentSurfaceError(f"web thread store: {exc}") from exc
+        if cur.rowcount != 1:
+            raise PermanentSurfaceError(f"message {message_id} not found in {thread}")
+        self._changed(thread, body)
+
+    async def notify(self, thread: ThreadRef, user: str, text: str) -> None:
+        for w in self._watchers:
+            if str(thread) in w.threads:
+                w.notices.append({"thread": str(thread), "text": text})
+                del w.notices[:-NOTICES_KEPT]
+                w.wake.set()
+
+    # ---- watchers -------------------------------------------------------------------------------
+    def watch(self) -> Watcher:
+        w = Watcher()
+        self._watchers.add(w)
+        return w
+
+    def unwatch(self, w: Watcher) -> None:
+        self._watchers.discard(w)
+
+    def _changed(self, thread: ThreadRef, body: dict[str, Any]) -> None:
+        key = str(thread)
+        for w in self._watchers:
+            if key in w.threads:
+                w.wake.set()
+        for listener in self.listeners:
+            try:
+                listener(thread, body)
+            except Exception as exc:  # a listener's bug must not fail the platform call
+                log.warning("web surface listener failed: %r", exc)
