@@ -1,0 +1,162 @@
+"""Slash commands: `/flower <task|status|runs|help|follow <run>|unfollow <run>>` and `/stop [message]`.
+
+Quick answers (help, usage, status, lists) travel in the ack itself, which Slack shows to the caller
+alone. Everything else is acked first and answered after through the command's response_url, which
+works even where the bot is not (yet) a member of the channel.
+
+Slack does not deliver slash commands typed in threads, so `/stop` works on the channel: it
+interrupts the caller's only live run there; with several (or none of their own but others they may
+interrupt) it lists them, each with a Stop button opening the stop modal prefilled with the message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
+
+from adapters.ids import encode
+from adapters.slack.blocks import INTERRUPT_WARNING
+from adapters.slack.bridge import PLATFORM, SlackBridge, usage
+from adapters.slack.payloads import PayloadError, parse_flower, text_field
+from adapters.slack.text import mrkdwn_escape, plain
+from adapters.state import RunRecord
+from adapters.view import fmt as _fmt
+
+__all__ = ["HELP", "register"]
+
+log = logging.getLogger(__name__)
+
+# Plain text with mrkdwn styling (*bold*, `code`); escaped like every text on its way out.
+HELP = (
+    "*flower* runs a long agent task in a thread of this channel.\n"
+    "• `/flower <task>` (or `@flower <task>`) starts a run: its status card opens a thread, and everything the run "
+    "says goes there.\n"
+    "• Questions come as cards with buttons; reply `q2: <text>` in the thread to answer in words.\n"
+    "• Any other reply in the thread goes to the agent's inbox (📨 queued, 📬 delivered); start it with `?` to ask "
+    "the read-only oracle instead.\n"
+    "• `/stop [message]` interrupts your run here (it resumes with your words); the Stop button on the card can also "
+    "end it. The message shortcut *Interrupt this run* works on any message of the run's thread.\n"
+    "• `/flower follow <run id>` shows a run (from any channel, Discord or the web page) in a new thread here: "
+    "answer its questions here too; `/flower unfollow <run id>` (or the shortcut *Stop following here* in that "
+    "thread) ends it.\n"
+    "• `/flower status` · `/flower runs` · `/flower help`"
+)
+STOP_LIST_MAX = 10
+
+Ack = Callable[..., Awaitable[Any]]
+
+
+def register(app: AsyncApp, bridge: SlackBridge) -> None:
+    async def flower(ack: Ack, command: dict[str, Any], respond: Any) -> None:
+        try:
+            user, channel = text_field(command, "user_id"), text_field(command, "channel_id")
+            text = text_field(command, "text", required=False)
+        except PayloadError as exc:
+            log.warning("/flower payload not understood: %s", exc)
+            await ack(text="That command arrived incomplete; please try again.")
+            return
+        cmd = parse_flower(text)
+        if cmd.kind == "help":
+            await ack(text=mrkdwn_escape(HELP))
+        elif cmd.kind == "usage":
+            await ack(text=mrkdwn_escape(usage(cmd.text)))
+        elif cmd.kind == "status":
+            await ack(text=_status(bridge, channel))
+        elif cmd.kind == "runs":
+            await ack(text=_runs(bridge, channel, user))
+        elif cmd.kind in ("follow", "unfollow"):
+            await ack()
+            await bridge.know(user, text_field(command, "user_name", required=False))
+            mirror = bridge.follow_run if cmd.kind == "follow" else bridge.unfollow_run
+            result = await mirror(cmd.text, channel, user)
+            if not bridge.surface.told_recently(user, result.message):
+                await _reply(respond, bridge, channel, user, result.message)
+        else:
+            await ack()
+            await bridge.know(user, text_field(command, "user_name", required=False))
+            result = await bridge.start_run(cmd.text, channel, user)
+            if not result.ok and not bridge.surface.told_recently(user, result.message):
+                await _reply(respond, bridge, channel, user, result.message)
+
+    async def stop(ack: Ack, command: dict[str, Any], respond: Any) -> None:
+        try:
+            user, channel = text_field(command, "user_id"), text_field(command, "channel_id")
+            text = text_field(command, "text", required=False).strip()
+        except PayloadError as exc:
+            log.warning("/stop payload not understood: %s", exc)
+            await ack(text="That command arrived incomplete; please try again.")
+            return
+        hub = bridge.hub
+        mine = hub.runs(user=user, platform=PLATFORM, channel=channel)
+        if len(mine) == 1:
+            await ack()
+            await bridge.know(user, text_field(command, "user_name", required=False))
+            result = await hub.interrupt(mine[0].run_id, text, user)
+            if result.ok:
+                await _reply(respond, bridge, channel, user, result.message, note=INTERRUPT_WARNING)
+            elif not bridge.surface.told_recently(user, result.message):
+                await _reply(respond, bridge, channel, user, result.message)
+            return
+        candidates = mine or [r for r in hub.runs(platform=PLATFORM, channel=channel) if hub.access.can_send(r, user)]
+        if not candidates:
+            await ack(text="No live run of yours in this channel. `/flower runs` lists the runs you can see.")
+            return
+        head = ("You have several runs going here" if mine else "You have no run of your own here; these you may "
+                "interrupt") + ": pick one. " + INTERRUPT_WARNING
+        await ack(text=head, blocks=_stop_list(head, candidates[:STOP_LIST_MAX], text, bridge))
+
+    app.command("/flower")(flower)
+    app.command("/stop")(stop)
+
+
+async def _reply(respond: Any, bridge: SlackBridge, channel: str, user: str, text: str, *, note: str = "") -> None:
+    """After the ack: through response_url when the payload had one, else an ephemeral message.
+    `note` goes under the text in italics."""
+    formatted = mrkdwn_escape(text) + (f"\n_{mrkdwn_escape(note)}_" if note else "")
+    try:
+        await respond(text=formatted, response_type="ephemeral", replace_original=False)
+    except Exception as exc:  # no response_url, or it expired
+        log.info("respond failed (%r); telling %s ephemerally", exc, user)
+        await bridge.tell(channel, user, f"{text}\n{note}" if note else text)
+
+
+def _line(bridge: SlackBridge, r: RunRecord) -> str:
+    live = bridge.hub.live.get(r.run_id)
+    state = live.view.status_card.state if live is not None else r.status
+    return (f"• `{r.run_id}` in <#{r.thread.channel}> — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
+            f"(started by {mrkdwn_escape(bridge.hub.people.display(r.owner))})")
+
+
+def _status(bridge: SlackBridge, channel: str) -> str:
+    hub = bridge.hub
+    live = hub.runs(platform=PLATFORM, channel=channel)
+    if not live:
+        last = hub.runs(platform=PLATFORM, channel=channel, live_only=False)[:1]
+        tail = f" The last one: {mrkdwn_escape(hub.status(run_id=last[0].run_id).message)}" if last else ""
+        return f"No run going in this channel.{tail}"
+    return "\n".join(mrkdwn_escape(hub.status(run_id=r.run_id).message) for r in live)
+
+
+def _runs(bridge: SlackBridge, channel: str, user: str) -> str:
+    """Live runs of this channel and the caller's own elsewhere (others' runs in channels the caller
+    may not be in are counted, not shown)."""
+    live = bridge.hub.runs(platform=PLATFORM)
+    shown = [r for r in live if r.thread.channel == channel or r.owner == user]
+    if not shown:
+        return "No live runs you can see." + (f" ({len(live)} in other channels.)" if live else "")
+    hidden = len(live) - len(shown)
+    tail = f"\n_{hidden} more in other channels._" if hidden else ""
+    return "\n".join(_line(bridge, r) for r in shown) + tail
+
+
+def _stop_list(head: str, runs: list[RunRecord], message: str, bridge: SlackBridge) -> list[Any]:
+    blocks: list[Any] = [SectionBlock(text=mrkdwn_escape(head))]
+    blocks += [SectionBlock(text=_line(bridge, r)) for r in runs]
+    blocks.append(ActionsBlock(elements=[
+        ButtonElement(text=plain(f"Stop {r.run_id}: {r.task}", 75), action_id=encode("stop", r.run_id),
+                      value=message[:2000] or None, style="danger") for r in runs]))
+    return blocks

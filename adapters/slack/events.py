@@ -1,0 +1,117 @@
+"""Events API: mentions, thread replies, Slack's own Stop button.
+
+=========================  ===============================================================
+event                      what it does
+=========================  ===============================================================
+app_mention, top level     starts a run: its status card becomes a root message (as /flower)
+app_mention in a thread    the thread's run hears it (as a reply); no run there: starts one
+                           in that thread
+message in a run's thread  `Hub.said`: ?oracle, qN: answer, else inbox mail with a receipt
+agent_session_stopped      interrupts the thread's run; the session leaves `processing`
+=========================  ===============================================================
+
+Ignored: bots (the bot itself included), edits, deletions and other message subtypes, messages
+outside run threads or in threads of finished runs, and a message that mentions the bot (Slack
+sends it twice, as message and as app_mention; the mention is the one acted on).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+
+from adapters.slack.bridge import SlackBridge, usage
+from adapters.slack.commands import HELP
+from adapters.slack.payloads import PayloadError, text_field
+from adapters.slack.text import strip_bot_mention
+
+__all__ = ["PERSON_SUBTYPES", "STOPPED_TEXT", "register"]
+
+log = logging.getLogger(__name__)
+
+PERSON_SUBTYPES = frozenset({"", "thread_broadcast", "file_share"})  # what a person writes
+STOPPED_TEXT = "{who} pressed Stop in Slack. Stop what you are doing and report where you are."
+
+
+def register(app: AsyncApp, bridge: SlackBridge) -> None:
+    async def on_message(event: dict[str, Any]) -> None:
+        if event.get("subtype", "") not in PERSON_SUBTYPES or event.get("bot_id"):
+            return
+        try:
+            user, channel = text_field(event, "user"), text_field(event, "channel")
+            ts, text = text_field(event, "ts"), text_field(event, "text", required=False)
+        except PayloadError as exc:
+            log.warning("message event not understood: %s", exc)
+            return
+        thread_ts = text_field(event, "thread_ts", required=False)
+        if not thread_ts or thread_ts == ts or _mentions(bridge, text):
+            return
+        thread = bridge.thread(channel, thread_ts)
+        if not bridge.answers_here(thread):
+            return
+        await bridge.know(user)
+        result = await bridge.hub.said(thread, user, text, origin=ts)
+        if result is not None:
+            await bridge.report(result, channel, user, thread_ts)
+
+    async def on_mention(event: dict[str, Any]) -> None:
+        if event.get("bot_id"):
+            return
+        try:
+            user, channel = text_field(event, "user"), text_field(event, "channel")
+            ts, raw = text_field(event, "ts"), text_field(event, "text", required=False)
+        except PayloadError as exc:
+            log.warning("app_mention event not understood: %s", exc)
+            return
+        text = strip_bot_mention(raw, bridge.bot_user_id)
+        thread_ts = text_field(event, "thread_ts", required=False)
+        await bridge.know(user)
+        if thread_ts and thread_ts != ts and bridge.answers_here(bridge.thread(channel, thread_ts)):
+            result = await bridge.hub.said(bridge.thread(channel, thread_ts), user, text, origin=ts)
+            if result is not None:
+                await bridge.report(result, channel, user, thread_ts)
+            return
+        in_thread = thread_ts if thread_ts and thread_ts != ts else ""
+        if not text or text.lower() in ("help", "usage"):
+            await bridge.tell(channel, user, HELP if text else usage(), in_thread)
+            return
+        result = await bridge.start_run(text, channel, user, thread_ts=in_thread)
+        if not result.ok:
+            await bridge.report(result, channel, user, in_thread)
+
+    async def on_session_stopped(event: dict[str, Any]) -> None:
+        try:
+            channel, thread_ts = text_field(event, "channel"), text_field(event, "thread_ts")
+            user = text_field(event, "user", required=False)
+        except PayloadError as exc:
+            log.warning("agent_session_stopped event not understood: %s", exc)
+            return
+        thread = bridge.thread(channel, thread_ts)
+        sessions = bridge.surface.sessions
+        record = bridge.run_in(thread)
+        if record is None or record.run_id not in bridge.hub.live:
+            if sessions is not None:
+                sessions.want(thread, "closed")  # nothing runs there: Slack waits for us to leave processing
+            return
+        await bridge.know(user)
+        who = bridge.hub.people.display(user) if user else "Someone"
+        result = await bridge.hub.interrupt(record.run_id, STOPPED_TEXT.format(who=who), user or record.owner)
+        if result.ok and sessions is not None:
+            sessions.want(thread, "active")
+        elif user:
+            await bridge.report(result, channel, user, thread_ts)
+
+    async def other_event(event: dict[str, Any]) -> None:
+        log.debug("event %r not used", event.get("type"))
+
+    app.event("message")(on_message)
+    app.event("app_mention")(on_mention)
+    app.event("agent_session_stopped")(on_session_stopped)
+    app.event(re.compile(r".*"))(other_event)  # acked and dropped, not "unhandled"
+
+
+def _mentions(bridge: SlackBridge, text: str) -> bool:
+    return bool(bridge.bot_user_id) and f"<@{bridge.bot_user_id}" in text
