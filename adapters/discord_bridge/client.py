@@ -1,0 +1,91 @@
+"""The discord.py client of the bridge: intents, the `/flower` tree, persistent buttons, listeners.
+
+Intents: guilds (channels and threads in the cache), guild messages and message content (people's
+messages in run threads). Message content is privileged: it must be switched on in the developer
+portal, or Discord closes the gateway at login (see bridge.py). At setup the `ActionButton`
+template is registered, so buttons on every earlier message route to this process, and the
+command tree is synced: to the listed guilds (instant) or globally.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from adapters.discord_bridge.commands import FlowerCommands
+from adapters.discord_bridge.context import Context
+from adapters.discord_bridge.inbound import Actions
+from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
+from adapters.discord_bridge.reply import Reply
+
+__all__ = ["SCOPES", "FlowerClient", "FlowerTree", "intents", "invite_url", "permissions"]
+
+SCOPES = ("bot", "applications.commands")
+
+log = logging.getLogger(__name__)
+
+
+def intents() -> discord.Intents:
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.guild_messages = True
+    wanted.message_content = True
+    return wanted
+
+
+def permissions() -> discord.Permissions:
+    """What the bot does in a channel: see it, post the status card, open the run's thread and speak
+    there, put receipts on people's messages, read the message a reply points at, show embeds."""
+    return discord.Permissions(view_channel=True, send_messages=True, create_public_threads=True,
+                               send_messages_in_threads=True, add_reactions=True, read_message_history=True,
+                               embed_links=True)
+
+
+def invite_url(application_id: int) -> str:
+    return discord.utils.oauth_url(application_id, permissions=permissions(), scopes=SCOPES)
+
+
+class FlowerTree(app_commands.CommandTree[Any]):
+    def __init__(self, client: FlowerClient) -> None:
+        super().__init__(client)
+        self.ctx = client.ctx
+
+    async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
+        return self.ctx.fresh(interaction)  # a replayed slash command runs once
+
+    async def on_error(self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError,
+                       /) -> None:
+        original = getattr(error, "original", error)
+        log.error("/flower failed: %r", original, exc_info=original)
+        reply = Reply(interaction)
+        await reply.say(f"That did not work: {type(original).__name__}: {original}".strip())
+
+
+class FlowerClient(discord.Client):
+    def __init__(self, ctx: Context, *, guild_ids: Sequence[int] = (), ready_timeout: float = 2.0) -> None:
+        # Long 429s are left to the outbox (it waits and coalesces edits); short ones discord.py sleeps through.
+        super().__init__(intents=intents(), allowed_mentions=NO_MENTIONS, max_ratelimit_timeout=30.0,
+                         guild_ready_timeout=ready_timeout)
+        self.ctx = ctx
+        self.actions = Actions(ctx)
+        self.guild_ids = list(guild_ids)
+        self.tree = FlowerTree(self)
+        self.tree.add_command(FlowerCommands(ctx))
+        self.synced: list[app_commands.AppCommand] = []
+
+    async def setup_hook(self) -> None:
+        self.add_dynamic_items(ActionButton)
+        if self.guild_ids:
+            for gid in self.guild_ids:
+                guild = discord.Object(gid)
+                self.tree.copy_global_to(guild=guild)
+                self.synced = await self.tree.sync(guild=guild)
+        else:
+            self.synced = await self.tree.sync()
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.actions.on_message(message)

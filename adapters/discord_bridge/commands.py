@@ -1,0 +1,232 @@
+"""`/flower` — run, stop, end, status, runs, follow, unfollow, help — as a discord.py `app_commands.Group`.
+
+Every command acknowledges at once (an ephemeral "thinking…" placeholder, well inside Discord's
+3 seconds), does its work, then replaces the placeholder with its answer, which only the caller
+sees. `/flower run` posts the run's starter message in the text channel — it becomes the status
+card — and opens a public thread from it, where the run speaks. `/flower follow run:<id>` does the
+same for a run going elsewhere (another channel, Slack, the web page): the new thread mirrors it, and
+`/flower unfollow` inside that thread ends the mirror.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from adapters.discord_bridge.context import PLATFORM, Context
+from adapters.discord_bridge.inbound import SUBAGENT_WARNING
+from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
+from adapters.discord_bridge.reply import Reply
+from adapters.hub import RunOptions
+from adapters.ids import encode
+from adapters.surface import ThreadRef
+from adapters.view import fmt
+
+__all__ = ["HELP", "FlowerCommands"]
+
+log = logging.getLogger(__name__)
+
+HELP = """**flower** runs a long agent task and follows it in a thread.
+• `/flower run task:<what to do>` — starts a run; its status card is posted here and a thread opens under it. \
+Options: `timeout` (seconds a question waits; 0 = never wait), `asks` (question quota), `budget` (USD cap).
+• In the run's thread: click an option on a question card, or **reply** to the card, or write `q2: <answer>`; \
+any other message goes to the agent's inbox (📨 queued → 📬 delivered); `?question` asks the read-only oracle.
+• `/flower stop [message]` in the thread interrupts the agent (it resumes the same session with your words; a \
+subagent in flight loses its half-done work). Outside a thread it lists your runs with Stop buttons.
+• `/flower follow run:<id>` shows a run going elsewhere (another channel, Slack, the web page) in a new thread \
+here, where you can answer it too; `/flower unfollow` in that thread ends the mirror.
+• `/flower end` ends the run for good · `/flower status` · `/flower runs` · `/flower help`"""
+
+
+@app_commands.guild_only()
+class FlowerCommands(app_commands.Group):
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(name="flower", description="Long-horizon agent runs, each followed in a thread")
+        self.ctx = ctx
+
+    @app_commands.command(name="run", description="Start a run; it speaks in a new thread under its status card")
+    @app_commands.describe(task="What the agent should do", timeout="Seconds a question waits for an answer "
+                           "(0 = never wait)", asks="How many questions it may ask (0 = none)",
+                           budget="Cost cap in US dollars")
+    async def run(self, interaction: discord.Interaction[Any], task: app_commands.Range[str, 1, 4000],
+                  timeout: app_commands.Range[float, 0, 604800] | None = None,
+                  asks: app_commands.Range[int, 0, 1000] | None = None,
+                  budget: app_commands.Range[float, 0, 10000] | None = None) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            await self._start(reply, interaction, task, RunOptions(timeout, asks, budget))
+
+    async def _start(self, reply: Reply, interaction: discord.Interaction[Any], task: str,
+                     options: RunOptions) -> None:
+        hub, channel = self.ctx.hub, interaction.channel
+        user = self.ctx.note(interaction.user)
+        if not isinstance(channel, discord.TextChannel):
+            await reply.say("Start runs from a text channel: each run gets a thread of its own there.")
+            return
+        if not task.strip():
+            await reply.say("Say what the run should do, e.g. `/flower run task:add a --json flag to the CLI`.")
+            return
+        allowed = hub.access.can_start(f"{PLATFORM}:{channel.id}", user)
+        if not allowed:
+            await reply.say(f"Not started: {allowed.reason}.")
+            return
+        try:
+            starter = await channel.send(embed=_starting(task, interaction.user), allowed_mentions=NO_MENTIONS)
+            thread = await starter.create_thread(name=fmt.one_line(task, 90), auto_archive_duration=1440)
+        except discord.HTTPException as exc:
+            await reply.say(f"I could not open the run's thread here (Discord said {exc.status}: {exc.text}). "
+                            "I need Send Messages, Create Public Threads and Embed Links in this channel.")
+            return
+        result = await hub.start(task, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user, options=options)
+        if result.ok:
+            await reply.say(f"Started run `{result.run_id}` in {thread.mention}.")
+            return
+        await reply.say(result.message)
+        try:  # the hub refused (run limit, busy workspace...): leave no starter that looks like a run
+            await starter.edit(embed=discord.Embed(title="✖️ Not started", description=result.message),
+                               allowed_mentions=NO_MENTIONS)
+            await thread.edit(archived=True)
+        except discord.HTTPException as exc:
+            log.info("could not close the thread of a run that did not start: %s", exc)
+
+    @app_commands.command(name="stop", description="Interrupt this thread's run with a message (or list your runs)")
+    @app_commands.describe(message="What the agent should hear next (empty: it just stops and goes on)")
+    async def stop(self, interaction: discord.Interaction[Any],
+                   message: app_commands.Range[str, 1, 4000] | None = None) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            user = self.ctx.note(interaction.user)
+            _, run_id = self.ctx.run_here(interaction.channel)
+            if run_id is not None and run_id in self.ctx.hub.live:
+                result = await self.ctx.hub.interrupt(run_id, message or "", user)
+                await self.ctx.tell(reply, result, suffix=SUBAGENT_WARNING)
+            else:
+                await self._list_to_stop(reply, user, in_thread=run_id is not None)
+
+    async def _list_to_stop(self, reply: Reply, user: str, *, in_thread: bool) -> None:
+        runs = self.ctx.hub.runs(user=user, platform=PLATFORM, live_only=True)[:25]
+        head = "This thread's run is not going. " if in_thread else ""
+        if not runs:
+            await reply.say(head + "You have no runs going. Start one with `/flower run`.")
+            return
+        view = discord.ui.View(timeout=None)
+        for r in runs:
+            view.add_item(ActionButton(encode("stop", r.run_id), f"Stop {r.run_id}", discord.ButtonStyle.danger))
+        lines = [f"{head}Your runs going — a Stop button opens the stop form:"]
+        lines += [f"• `{r.run_id}` <#{r.thread.thread}> — {fmt.one_line(r.task, 80)}" for r in runs]
+        await reply.say("\n".join(lines), view=view)
+
+    @app_commands.command(name="end", description="End this thread's run for good")
+    async def end(self, interaction: discord.Interaction[Any]) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            user = self.ctx.note(interaction.user)
+            _, run_id = self.ctx.run_here(interaction.channel)
+            if run_id is None:
+                await reply.say("Use `/flower end` inside a run's thread (or the Stop button on its status card).")
+            else:
+                await self.ctx.tell(reply, await self.ctx.hub.stop(run_id, user))
+
+    @app_commands.command(name="status", description="This thread's run, or every run going")
+    async def status(self, interaction: discord.Interaction[Any]) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            _, run_id = self.ctx.run_here(interaction.channel)
+            result = self.ctx.hub.status(run_id=run_id) if run_id is not None else self.ctx.hub.status()
+            await reply.say(result.message)
+
+    @app_commands.command(name="runs", description="The runs of this channel, newest first")
+    async def runs(self, interaction: discord.Interaction[Any]) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            thread = self.ctx.thread_of(interaction.channel)
+            channel = thread.channel if thread is not None else str(getattr(interaction.channel, "id", ""))
+            runs = self.ctx.hub.runs(platform=PLATFORM, channel=channel, live_only=False)[:15]
+            if not runs:
+                await reply.say("No runs in this channel yet. Start one with `/flower run`.")
+                return
+            lines = [f"• `{r.run_id}` {r.status} <#{r.thread.thread}> — {fmt.one_line(r.task, 70)}" for r in runs]
+            await reply.say("Runs in this channel, newest first:\n" + "\n".join(lines))
+
+    @app_commands.command(name="follow", description="Show a run going elsewhere in a new thread here")
+    @app_commands.describe(run="The run's id, e.g. r1a2b3c4d (`/flower runs`, or the run's status card)")
+    async def follow(self, interaction: discord.Interaction[Any], run: app_commands.Range[str, 1, 64]) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            await self._follow(reply, interaction, run.strip())
+
+    async def _follow(self, reply: Reply, interaction: discord.Interaction[Any], run_id: str) -> None:
+        hub, channel = self.ctx.hub, interaction.channel
+        user = self.ctx.note(interaction.user)
+        if not isinstance(channel, discord.TextChannel):
+            await reply.say("Follow runs from a text channel: the mirror gets a thread of its own there.")
+            return
+        record = hub.store.get_run(run_id)
+        if record is None:
+            await reply.say(f"No run {run_id}.")
+            return
+        allowed = hub.access.can_answer(record, user)  # checked before anything is posted
+        if not allowed:
+            await reply.say(f"You cannot follow run {run_id}: {allowed.reason}.")
+            return
+        if run_id not in hub.live:
+            await reply.say(f"Run {run_id} is not running ({record.status}).")
+            return
+        try:
+            starter = await channel.send(embed=_following(run_id, record.task), allowed_mentions=NO_MENTIONS)
+            thread = await starter.create_thread(name=fmt.one_line(f"{run_id}: {record.task}", 90),
+                                                 auto_archive_duration=1440)
+        except discord.HTTPException as exc:
+            await reply.say(f"I could not open a thread here (Discord said {exc.status}: {exc.text}). I need Send "
+                            "Messages, Create Public Threads and Embed Links in this channel.")
+            return
+        result = await hub.follow(run_id, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user)
+        if result.ok:
+            await reply.say(f"Following run `{run_id}` in {thread.mention}.")
+            return
+        await reply.say(result.message)
+        try:  # the hub refused after all: leave no starter that looks like a mirror
+            await starter.edit(embed=discord.Embed(title="✖️ Not following", description=result.message),
+                               allowed_mentions=NO_MENTIONS)
+            await thread.edit(archived=True)
+        except discord.HTTPException as exc:
+            log.info("could not close the thread of a refused follow: %s", exc)
+
+    @app_commands.command(name="unfollow", description="Stop showing a run in this thread (the run goes on)")
+    async def unfollow(self, interaction: discord.Interaction[Any]) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            user = self.ctx.note(interaction.user)
+            thread = self.ctx.thread_of(interaction.channel)
+            if thread is None:
+                await reply.say("Use `/flower unfollow` inside the thread that follows a run.")
+                return
+            await self.ctx.tell(reply, await self.ctx.hub.unfollow(thread, user))
+
+    @app_commands.command(name="help", description="How to use flower here")
+    async def help(self, interaction: discord.Interaction[Any]) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            await reply.say(HELP)
+
+
+def _following(run_id: str, task: str) -> discord.Embed:
+    return discord.Embed(title=f"👀 Following run {run_id}", description=f"Task: {fmt.one_line(task, 200)}",
+                         colour=0x3498DB)
+
+
+def _starting(task: str, who: discord.abc.User) -> discord.Embed:
+    embed = discord.Embed(title="⏳ Starting", description=f"Task: {fmt.one_line(task, 200)}", colour=0x3498DB)
+    embed.set_footer(text=f"started by {who.display_name}")
+    return embed

@@ -1,0 +1,92 @@
+"""What every inbound handler shares: the hub, who people are, where a run's thread is, dedupe.
+
+The hub arrives after the client is built (`attach`); handlers that run before it answer with a
+polite "not ready". Deduplication is by Discord's own ids (interaction ids, message ids) in the
+hub's state store, so a dispatch replayed after a gateway resume, or delivered twice, acts once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from adapters.hub.results import IntentResult
+from adapters.surface import ThreadRef
+
+if TYPE_CHECKING:
+    from adapters.discord_bridge.reply import Reply
+    from adapters.hub import Hub
+
+__all__ = ["PLATFORM", "Context"]
+
+PLATFORM = "discord"
+
+
+class Context:
+    def __init__(self) -> None:
+        self._hub: Hub | None = None
+
+    @property
+    def hub(self) -> Hub:
+        if self._hub is None:
+            raise RuntimeError("the Discord bridge has no hub yet (attach() it first)")
+        return self._hub
+
+    def attach(self, hub: Hub) -> None:
+        self._hub = hub
+
+    @property
+    def ready(self) -> bool:
+        return self._hub is not None
+
+    # ---- people ----------------------------------------------------------------------------------
+    def note(self, who: discord.User | discord.Member) -> str:
+        """The hub's user id for this person (the snowflake as text), with their name and roles noted."""
+        user = str(who.id)
+        roles = [f"role:{r.id}" for r in who.roles] if isinstance(who, discord.Member) else None
+        self.hub.people.note(user, who.display_name, roles)
+        return user
+
+    # ---- places ----------------------------------------------------------------------------------
+    def thread_of(self, channel: Any) -> ThreadRef | None:
+        """The ThreadRef of a thread channel (None for anything else)."""
+        if isinstance(channel, discord.Thread) and channel.parent_id:
+            return ThreadRef(PLATFORM, str(channel.parent_id), str(channel.id))
+        if isinstance(channel, discord.PartialMessageable) and channel.id:  # not cached: known runs only
+            cid = str(channel.id)
+            own = (r.thread for r in self.hub.runs(platform=PLATFORM, live_only=False) if r.thread.thread == cid)
+            mirrored = (m.thread for rid in list(self.hub.live) for m in self.hub.store.mirrors_of(rid)
+                        if m.thread.platform == PLATFORM and m.thread.thread == cid)
+            return next(own, None) or next(mirrored, None)
+        return None
+
+    def where(self, channel: Any) -> ThreadRef | None:
+        """The place an intent comes from, for cards that say where they were answered: the thread,
+        else the channel itself (a direct message)."""
+        thread = self.thread_of(channel)
+        if thread is None and getattr(channel, "id", None):
+            return ThreadRef(PLATFORM, str(channel.id), "")
+        return thread
+
+    def run_here(self, channel: Any) -> tuple[ThreadRef | None, str | None]:
+        """The thread this channel is and the run it shows, its own or one it follows (either may be None)."""
+        thread = self.thread_of(channel)
+        return thread, (self.hub.run_in(thread) if thread is not None else None)
+
+    # ---- delivery --------------------------------------------------------------------------------
+    def fresh(self, interaction: discord.Interaction[Any]) -> bool:
+        """False for a second delivery of the same interaction (and before the hub exists)."""
+        return self.ready and not self.hub.store.seen(f"discord:interaction:{interaction.id}")
+
+    @staticmethod
+    async def tell(reply: Reply, result: IntentResult, *, quiet_when_ok: bool = False, suffix: str = "") -> None:
+        """Show the outcome of an intent to the person who asked for it.
+
+        A replayed delivery (ok + duplicate) shows nothing; a late click on a settled card (duplicate,
+        not ok) is told who settled it; a success shows nothing when the thread itself shows it."""
+        if result.duplicate and result.ok:
+            return
+        if result.ok and quiet_when_ok:
+            return
+        await reply.say(result.message + (suffix if result.ok else ""))
