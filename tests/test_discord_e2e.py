@@ -46,7 +46,7 @@ async def test_run_asks_answers_inbox_oracle_stop_summary(double_factory: Any, c
             {"say": "Size: {last_tool_result}.", "call": [ask_call("Ship it?", ["yes", "no"])]},
             {"say": "Ship: {last_tool_result}. Checking the inbox.", "call": [{"tool": INBOX, "input": {}}]},
             {"say": "Inbox: {last_tool_result}", "call": [{"tool": "Read", "input": {"file_path": "notes.md"}}]},
-            {"say": "Heard: {last_user_text}", "delay_s": 1.5},
+            {"say": "Heard: {last_user_text}", "delay_s": 4.0},
         ]}))
     role = snowflake()
     alice, bob, mallory = d.person("Alice"), d.person("Bob", roles=(role,)), d.person("Mallory")

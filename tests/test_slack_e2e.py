@@ -14,7 +14,8 @@ from tests.slack_double import BOT_USER, Msg, SlackDouble
 from tests.slack_support import C1, card, root_of, slack_bot
 
 NAMES = {"UALICE": "Alice", "UBOB": "Bob", "UMALLORY": "Mallory"}
-HEARD = {"say": "Heard: {last_user_text}", "delay_s": 1.5}
+# Long enough that an interrupt sent after this turn was requested lands inside it, even on a busy machine.
+HEARD = {"say": "Heard: {last_user_text}", "delay_s": 4.0}
 
 
 def scenario() -> Any:
