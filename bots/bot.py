@@ -106,7 +106,9 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
         hub = Hub({f.name: f.surface for f in frontends}, store, root=cfg.root,
                   workspaces={c.channel: c.workspace for c in cfg.channels if c.workspace is not None},
                   factory=flow_factory(cfg.flow), env=model.env, max_runs=cfg.max_runs, timeout_s=cfg.timeout_s,
-                  max_asks=cfg.max_asks, budget_usd=cfg.budget_usd)
+                  max_asks=cfg.max_asks, budget_usd=cfg.budget_usd, dm_after_s=cfg.dm_after_s,
+                  park_after_s=cfg.park_after_s, max_parked=cfg.max_parked,
+                  budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels if c.max_budget_usd is not None})
         for f in frontends:
             f.attach(hub)
         for f in frontends:

@@ -10,6 +10,7 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     timeout_s = 1800             # how long a question waits; 0 = unattended
     max_asks = 10                # omit for no quota
     budget_usd = 5.0             # omit for no cap
+    dm_after_s = 60              # a question waiting this long goes to the run's owner as a DM; 0 = at once
 
     [surfaces]                   # which front ends `flower-bot` runs when none is named
     web = true
@@ -19,6 +20,7 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     starters = ["U01"]           # who may start runs (absent: everyone)
     responders = ["U02"]         # who may answer, send and interrupt (absent: everyone)
     admins = ["U03"]             # may do everything, including stopping others' runs
+    max_budget_usd = 20          # a starter cannot ask for a bigger cost cap here (and gets this one by default)
 
 A problem is a `ConfigError` with one line that names the bad key or the missing variable.
 """
@@ -36,8 +38,9 @@ __all__ = ["FLOWS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "lo
 
 SURFACES = ("web", "slack", "discord")
 FLOWS = ("starter", "single")
-_BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked"}
-_CHANNEL_KEYS = {"workspace", "starters", "responders", "admins"}
+_BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked",
+             "dm_after_s"}
+_CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd"}
 
 
 class ConfigError(Exception):
@@ -51,6 +54,7 @@ class ChannelConfig:
     starters: frozenset[str] | None = None
     responders: frozenset[str] | None = None
     admins: frozenset[str] = frozenset()
+    max_budget_usd: float | None = None  # the budget ceiling of runs started here
 
 
 @dataclass
@@ -64,6 +68,7 @@ class BotConfig:
     budget_usd: float | None = None
     park_after_s: float | None = 120.0
     max_parked: int = 1000
+    dm_after_s: float | None = 60.0
     demo: bool = False
     demo_scenario: str = "demo"
     verbose: bool = False
@@ -104,6 +109,7 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         budget_usd=_optional(args.budget, bot, "budget_usd", float, low=0.0),
         park_after_s=_optional(None, bot, "park_after_s", float, low=0.0, default=120.0),
         max_parked=_pick(None, bot, "max_parked", int, 1000, low=0),
+        dm_after_s=_pick(None, bot, "dm_after_s", float, 60.0, low=0.0),
         demo=bool(args.demo),
         demo_scenario=getattr(args, "scenario", None) or "demo",
         verbose=bool(args.verbose),
@@ -211,6 +217,10 @@ def _channels(table: Any) -> list[ChannelConfig]:
         workspace = entry.get("workspace")
         if workspace is not None and not isinstance(workspace, str):
             raise ConfigError(f"config: {where}.workspace must be a path (string)")
+        ceiling = entry.get("max_budget_usd")
+        if ceiling is not None and (isinstance(ceiling, bool) or not isinstance(ceiling, int | float) or ceiling < 0):
+            raise ConfigError(f"config: {where}.max_budget_usd must be a number of dollars, 0 or more")
         out.append(ChannelConfig(name, Path(workspace).expanduser().resolve() if workspace else None,
-                                 lists["starters"], lists["responders"], lists["admins"] or frozenset()))
+                                 lists["starters"], lists["responders"], lists["admins"] or frozenset(),
+                                 None if ceiling is None else float(ceiling)))
     return out

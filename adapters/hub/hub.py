@@ -54,7 +54,8 @@ class Hub:
                  sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep,
                  runtime_options: Mapping[str, Any] | None = None, oracle: bool = True,
                  budget_usd: float | None = None, dm_after_s: float | None = 60.0,
-                 park_after_s: float | None = 120.0, max_parked: int = 1000) -> None:
+                 park_after_s: float | None = 120.0, max_parked: int = 1000,
+                 budget_ceilings: Mapping[str, float] | None = None) -> None:
         if isinstance(surfaces, Mapping):
             self.surfaces = dict(surfaces)
         else:
@@ -71,6 +72,8 @@ class Hub:
         # runs with a CLI, max_parked the parked ones (beyond it, runs keep their CLI while they wait).
         self.park_after_s, self.max_parked = park_after_s, max_parked
         self.budget_usd = budget_usd
+        # "platform:channel" -> the most a run started there may spend (a starter cannot ask for more)
+        self.budget_ceilings = dict(budget_ceilings or {})
         # Cards name people through the registry platforms fill (display names), unless told otherwise.
         view = view or ViewConfig()
         self.view_config = replace(view, who=self.people.display) if view.who is _fmt.plain_who else view
@@ -107,11 +110,14 @@ class Hub:
             return await self.refuse(thread, user, f"This channel's workspace is busy with run {busy}.", busy)
         if (bad := self._check_options(options)) is not None:
             return await self.refuse(thread, user, bad)
+        options, over = self._within_ceiling(channel, options or RunOptions())
+        if over is not None:
+            return await self.refuse(thread, user, over)
         record = self.store.save_run(RunRecord(run_id, thread, user, task.strip(), "starting", str(workspace),
                                                str(run_dir)))
         self.store.bind_thread(thread, run_id)
         try:
-            (options or RunOptions()).save(run_dir)
+            options.save(run_dir)
             self.launch(record, waking=False)
         except Exception as exc:  # the factory refused (bad task, unreadable workspace...)
             self.store.set_run_status(run_id, "failed")
@@ -388,6 +394,19 @@ class Hub:
         if configured is not None:
             return configured, self.root / "channels" / channel.replace(":", "_") / "runs"
         return self.root / run_id / "workspace", self.root / run_id / "runs"
+
+    def _within_ceiling(self, channel: str, options: RunOptions) -> tuple[RunOptions, str | None]:
+        """A channel's budget ceiling: the cap when none was asked for, a refusal above it."""
+        ceiling = self.budget_ceilings.get(channel)
+        if ceiling is None:
+            return options, None
+        asked = options.budget_usd if options.budget_usd is not None else self.budget_usd
+        if asked is None:
+            return replace(options, budget_usd=ceiling), None
+        if asked > ceiling:
+            return options, (f"This channel caps a run's budget at {_fmt.money(ceiling)}; ask for "
+                             f"{_fmt.money(ceiling)} or less.")
+        return replace(options, budget_usd=asked), None
 
     @staticmethod
     def _check_options(options: RunOptions | None) -> str | None:
