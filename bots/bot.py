@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if cfg.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Library chatter (HTTP clients, websockets) stays at warnings unless asked for.
-    for noisy in ("aiohttp.access", "slack_bolt", "slack_sdk", "discord", "websockets"):
+    for noisy in ("aiohttp.access", "slack_bolt", "slack_sdk", "discord", "websockets", "claude_agent_sdk"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if cfg.verbose else logging.WARNING)
     try:
         return asyncio.run(serve(cfg))
