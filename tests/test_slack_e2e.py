@@ -77,7 +77,7 @@ async def test_a_run_in_a_channel_thread_from_start_to_summary(double_factory: A
         # Bob clicks red late: told who answered, nothing changes.
         await double.send("interactive", late)
         await double.wait_for(lambda d: d.ephemerals_for("UBOB"))
-        assert "already settled (answered by UALICE)" in double.ephemerals_for("UBOB")[0]
+        assert "already settled (answered by alice)" in double.ephemerals_for("UBOB")[0]
 
         # q2 by a thread reply with its key.
         await double.wait_for(lambda d: card(d, C1, root.ts, "Which shape?"))

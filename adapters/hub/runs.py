@@ -295,11 +295,12 @@ class LiveRun:
             if rec is None:
                 return IntentResult(False, "I don't know that question.", self.run_id)
             if rec.state != "asked":
-                who = f" by {rec.by}" if rec.by else ""
+                who = f" by {self.view.cfg.who(rec.by)}" if rec.by else ""
                 return IntentResult(False, f"That question is already settled ({rec.state}{who}).", self.run_id,
                                     duplicate=True)
             if rec.held is not None:
-                return IntentResult(False, f"An answer from {rec.held_by} is already waiting for that question.",
+                held_by = self.view.cfg.who(rec.held_by)
+                return IntentResult(False, f"An answer from {held_by} is already waiting for that question.",
                                     self.run_id, duplicate=True)
             # An open card from before a wake that the woken run has not asked again (yet).
             if decline:

@@ -122,10 +122,11 @@ async def answer_sleeping(hub: Hub, record: RunRecord, card_id: str, text: str, 
             return IntentResult(False, "I don't know that question.", run_id)
         card = ledger.asked(card_id, stored.question, list(stored.options))
     if card.state != "asked":
-        who = f" by {card.by}" if card.by else ""
+        who = f" by {hub.view_config.who(card.by)}" if card.by else ""
         return IntentResult(False, f"That question is already settled ({card.state}{who}).", run_id, duplicate=True)
     if card.held is not None:
-        return IntentResult(False, f"An answer from {card.held_by} is already waiting for that question.", run_id,
+        held_by = hub.view_config.who(card.held_by)
+        return IntentResult(False, f"An answer from {held_by} is already waiting for that question.", run_id,
                             duplicate=True)
     if decline:
         ledger.settled(card_id, "declined", by=user, answer=text)
