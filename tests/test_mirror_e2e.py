@@ -153,8 +153,13 @@ async def test_a_slack_run_followed_on_discord_answered_on_the_web_and_from_the_
             # The second question: the DM card's button answers it, and every place shows the outcome.
             dm_q2 = await slack.wait_for(lambda s: dm_card(s, "Dark or light?"), 60)
             await open_on_discord(d, thread, "Dark or light?")
+            # ... while Discord sheds load: a 429 storm on its messages holds back that thread only.
+            d.fail("POST", rf"/channels/{thread}/messages", times=3, retry_after=2.0)
+            d.fail("PATCH", rf"/channels/{thread}/messages/\d+", times=3, retry_after=2.0)
             await slack.click(dm_q2, "dark", user="UALICE")
             await slack.wait_for(lambda s: s.find(C1, root, lambda m: "Going with dark." in m.body()), 90)
+            assert open_card(d, thread, "Dark or light?") is not None  # Discord still waits out its 429s
+            assert any(c.status == 429 for c in d.calls)
             q2_home = await slack.wait_for(lambda s: card(s, C1, root, "Dark or light?", open_=False), 60)
             assert "Answered by alice on Slack" in slack_text(q2_home)  # the name Slack's payload carried
             q2_discord = await d.until(lambda _: settled_card(d, thread, "Dark or light?"), 60)
