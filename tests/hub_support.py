@@ -126,3 +126,21 @@ def make_hub(tmp_path: Path, md: ModelDouble, cli_home: Path, surface: MemorySur
     kw.setdefault("view", QUICK)
     kw.setdefault("runtime_options", {"resilience": FAST})
     return Hub(surface, store, root=tmp_path / "runs", env=md.env(cli_home), **kw)
+
+
+# A run that asks, is cut off by a bot restart while the question waits, and asks again once woken:
+# the scenario every "the old card still answers after a restart" test plays.
+RESTART_SCENARIO = """
+name = "restart-life"
+[[conversation]]
+name = "main"
+after_end = "Going with {last_tool_result}."
+[[conversation.turn]]
+say = "One question first."
+call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
+[[conversation.turn]]  # a resumed history holds the cut-off call, its closing result and one more turn
+say = "never served"
+[[conversation.turn]]
+say = "Asking again: {last_user_text}"
+call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
+"""

@@ -18,7 +18,7 @@ from bots import bot as bot_module
 from bots.bot import build_parser, serve
 from bots.config import BotConfig, ConfigError, load_config
 from bots.flows import RESUME_PROMPT
-from tests.hub_support import Watch, button, transcript_has
+from tests.hub_support import RESTART_SCENARIO, Watch, button, transcript_has
 
 THREAD = ThreadRef("memory", "C1", "t1")
 
@@ -103,26 +103,12 @@ class MemoryFrontend:
         self.events.append("stopped")
 
 
-SCENARIO = """
-name = "bot-life"
-[[conversation]]
-name = "main"
-after_end = "Going with {last_tool_result}."
-[[conversation.turn]]
-say = "One question first."
-call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-[[conversation.turn]]  # a resumed history holds the cut-off call, its closing result and one more turn
-say = "never served"
-[[conversation.turn]]
-say = "Asking again: {last_user_text}"
-call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-"""
 
 
 async def test_serve_a_life_shutdown_and_restart_wakes_from_the_old_card(tmp_path: Path,
                                                                           monkeypatch: Any) -> None:
     scenario = tmp_path / "life.toml"
-    scenario.write_text(SCENARIO, encoding="utf-8")
+    scenario.write_text(RESTART_SCENARIO, encoding="utf-8")
     surface = MemorySurface()
     watch = Watch(surface)
     frontends: list[MemoryFrontend] = []

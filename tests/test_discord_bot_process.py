@@ -18,24 +18,11 @@ import pytest
 
 from tests.discord_double import TOKEN, DiscordDouble
 from tests.discord_support import discord_double, message_with, open_card, settled_card
+from tests.hub_support import RESTART_SCENARIO
 
 __all__ = ["discord_double"]
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIO = """
-name = "discord-life"
-[[conversation]]
-name = "main"
-after_end = "Going with {last_tool_result}."
-[[conversation.turn]]
-say = "One question first."
-call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-[[conversation.turn]]  # a resumed history holds the cut-off call, its closing result and one more turn
-say = "never served"
-[[conversation.turn]]
-say = "Asking again."
-call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-"""
 
 
 async def transcript_on_disk(db: Path, needle: str, timeout: float = 30.0) -> None:
@@ -126,7 +113,7 @@ async def test_a_token_discord_refuses_is_one_line_and_exit_2(tmp_path: Path, di
 
 async def test_a_run_survives_a_restart_of_the_bot_process(tmp_path: Path, discord_double: DiscordDouble) -> None:
     d = discord_double
-    (tmp_path / "life.toml").write_text(SCENARIO, encoding="utf-8")
+    (tmp_path / "life.toml").write_text(RESTART_SCENARIO, encoding="utf-8")
     (tmp_path / "bot.toml").write_text("[discord]\nready_timeout = 0.1\n", encoding="utf-8")
     args = ["discord", "--root", str(tmp_path / "root"), "--config", str(tmp_path / "bot.toml"), "--flow", "single",
             "--demo", "--scenario", str(tmp_path / "life.toml"), "--timeout", "120"]

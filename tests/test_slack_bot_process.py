@@ -13,24 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.hub_support import RESTART_SCENARIO
 from tests.slack_double import APP_TOKEN, BOT_TOKEN, SlackDouble
 from tests.slack_support import C1, card, root_of
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIO = """
-name = "slack-life"
-[[conversation]]
-name = "main"
-after_end = "Going with {last_tool_result}."
-[[conversation.turn]]
-say = "One question first."
-call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-[[conversation.turn]]  # a resumed history holds the cut-off call, its closing result and one more turn
-say = "never served"
-[[conversation.turn]]
-say = "Asking again."
-call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-"""
 
 
 def bot_env(extra: dict[str, str]) -> dict[str, str]:
@@ -122,7 +109,7 @@ async def test_a_refused_token_stops_the_process_with_one_line_and_exit_2(tmp_pa
 
 @pytest.mark.timeout(300)  # two bot processes and two CLI sessions on a shared machine
 async def test_a_killed_bot_restarts_and_the_old_card_still_answers(tmp_path: Path) -> None:
-    (tmp_path / "life.toml").write_text(SCENARIO, encoding="utf-8")
+    (tmp_path / "life.toml").write_text(RESTART_SCENARIO, encoding="utf-8")
     args = ["slack", "--root", str(tmp_path / "root"), "--flow", "single", "--demo", "--scenario",
             str(tmp_path / "life.toml"), "--timeout", "120"]
     bots: list[Bot] = []
