@@ -80,6 +80,17 @@ async def test_a_refused_start_leaves_no_card_and_tells_only_the_person(tmp_path
         assert "invite me" in double.responses[0]["text"] and not bot.store.list_runs()
 
 
+async def test_a_budget_over_the_channel_ceiling_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    async with SlackDouble() as double, slack_bot(tmp_path, None, tmp_path, double,
+                                                  budget_ceilings={f"slack:{C1}": 20.0}) as bot:
+        assert await double.slash("/flower", "budget=50 build me a thing", user="UALICE", channel=C1) is None
+        await double.wait_for(lambda d: d.ephemerals_for("UALICE"))
+        assert "caps a run's budget at $20.00" in double.ephemerals_for("UALICE")[0]
+        assert not bot.store.list_runs()
+        usage = await double.slash("/flower", "budget=lots build me a thing", user="UALICE", channel=C1)
+        assert usage is not None and "Usage" in usage["text"] and not bot.store.list_runs()
+
+
 async def test_the_same_envelope_or_delivery_twice_has_one_effect(tmp_path: Path) -> None:
     async with SlackDouble() as double, slack_bot(tmp_path, None, tmp_path, double):
         payload = double.slash_payload("/flower", "stauts", user="UALICE", channel=C1)

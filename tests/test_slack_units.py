@@ -103,6 +103,20 @@ def test_flower_command_grammar(text: str, kind: str, rest: str) -> None:
     assert (cmd.kind, cmd.text) == (kind, rest)
 
 
+@pytest.mark.parametrize(("text", "kind", "rest", "options"), [
+    ("budget=5 write a CLI", "start", "write a CLI", {"budget_usd": 5.0}),
+    ("budget=$2.5 timeout=600 asks=3 go", "start", "go", {"budget_usd": 2.5, "timeout_s": 600.0, "max_asks": 3.0}),
+    ("budget=five write a CLI", "usage", "budget=five", {}),
+    ("asks=1.5 write a CLI", "usage", "asks=1.5", {}),
+    ("budget=5", "usage", "", {}),
+    ("x=1 is not an option", "start", "x=1 is not an option", {}),
+])
+def test_flower_takes_per_run_options_before_the_task(text: str, kind: str, rest: str,
+                                                       options: dict[str, float]) -> None:
+    cmd = parse_flower(text)
+    assert (cmd.kind, cmd.text, cmd.options) == (kind, rest, options)
+
+
 def test_read_action_takes_the_thread_from_the_container_or_the_message() -> None:
     body = {"user": {"id": "U1", "name": "al"}, "channel": {"id": "C1"}, "trigger_id": "t1",
             "container": {"message_ts": "2.0", "thread_ts": "1.0", "is_ephemeral": False},

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -144,8 +145,18 @@ class SlackBridge:
             await self.tell(channel, user, result.message, thread_ts)
 
     # ---- starting a run -----------------------------------------------------------------------------------
-    async def start_run(self, task: str, channel: str, user: str, *, thread_ts: str = "") -> IntentResult:
+    async def start_run(self, task: str, channel: str, user: str, *, thread_ts: str = "",
+                        options: dict[str, float] | None = None) -> IntentResult:
+        """`options`: what the person asked for on the command line (budget_usd, timeout_s, max_asks),
+        over the bridge's own defaults."""
         hub = self.hub
+        run_options = self.options
+        if options:
+            base = self.options or RunOptions()
+            asks = options.get("max_asks")
+            run_options = replace(base, budget_usd=options.get("budget_usd", base.budget_usd),
+                                  timeout_s=options.get("timeout_s", base.timeout_s),
+                                  max_asks=int(asks) if asks is not None else base.max_asks)
         task = task.strip()
         if not task:
             return IntentResult(False, usage())
@@ -154,7 +165,7 @@ class SlackBridge:
             await self.tell(channel, user, decision.reason, thread_ts)
             return IntentResult(False, decision.reason)
         if thread_ts:
-            return await hub.start(task, self.thread(channel, thread_ts), user, options=self.options)
+            return await hub.start(task, self.thread(channel, thread_ts), user, options=run_options)
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(task, 200)}", title="⏳ Starting",
                           fields=[("Started by", hub.people.display(user))])
         try:
@@ -168,7 +179,7 @@ class SlackBridge:
         hub.store.save_message(thread, STATUS_KEY, root)
         self.surface.provisional(thread, True)
         try:
-            result = await hub.start(task, thread, user, options=self.options)
+            result = await hub.start(task, thread, user, options=run_options)
         finally:
             self.surface.provisional(thread, False)
         if not result.ok:

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 HELP = (
     "*flower* runs a long agent task in a thread of this channel.\n"
     "• `/flower <task>` (or `@flower <task>`) starts a run: its status card opens a thread, and everything the run "
-    "says goes there.\n"
+    "says goes there. Options may come first: `/flower budget=5 timeout=600 asks=3 <task>`.\n"
     "• Questions come as cards with buttons; reply `q2: <text>` in the thread to answer in words.\n"
     "• Any other reply in the thread goes to the agent's inbox (📨 queued, 📬 delivered); start it with `?` to ask "
     "the read-only oracle instead.\n"
@@ -78,7 +78,7 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
         else:
             await ack()
             await bridge.know(user, text_field(command, "user_name", required=False))
-            result = await bridge.start_run(cmd.text, channel, user)
+            result = await bridge.start_run(cmd.text, channel, user, options=cmd.options)
             if not result.ok and not bridge.surface.told_recently(user, result.message):
                 await _reply(respond, bridge, channel, user, result.message)
 

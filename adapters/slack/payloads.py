@@ -15,12 +15,14 @@ Slash command grammar (`/flower`):
 =====================  ==============================================================
 
 `follow`/`unfollow` take exactly one word, the run id; with more words it is a task ("follow the
-style guide") and starts a run.
+style guide") and starts a run. A task may begin with per-run options, as Discord's command takes
+them: ``/flower budget=5 timeout=600 asks=3 write a CLI`` (cost cap in dollars, question window in
+seconds, question quota); a malformed value is a usage error, not part of the task.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["RUN_SUBCOMMANDS", "SUBCOMMANDS", "Action", "FlowerCommand", "PayloadError", "dedupe_key", "message_thread",
@@ -52,6 +54,29 @@ def text_field(d: Any, *path: str, required: bool = True) -> str:
 class FlowerCommand:
     kind: str  # start | status | runs | help | follow | unfollow | usage
     text: str = ""  # the task (start), the run id (follow, unfollow) or what was not understood (usage)
+    options: dict[str, float] = field(default_factory=dict)  # start: budget_usd, timeout_s, max_asks
+
+
+OPTION_NAMES = {"budget": "budget_usd", "timeout": "timeout_s", "asks": "max_asks"}
+
+
+def _leading_options(words: str) -> tuple[dict[str, float], str] | None:
+    """`budget=5 timeout=600 rest…` -> ({budget_usd: 5, timeout_s: 600}, "rest…"); None when malformed."""
+    options: dict[str, float] = {}
+    rest = words
+    while True:
+        head, _, tail = rest.partition(" ")
+        name, eq, value = head.partition("=")
+        if not eq or name.lower() not in OPTION_NAMES:
+            return options, rest
+        try:
+            number = float(value.lstrip("$"))
+        except ValueError:
+            return None
+        if number < 0 or (name.lower() == "asks" and not number.is_integer()):
+            return None
+        options[OPTION_NAMES[name.lower()]] = number
+        rest = tail.strip()
 
 
 def parse_flower(text: str) -> FlowerCommand:
@@ -66,6 +91,12 @@ def parse_flower(text: str) -> FlowerCommand:
         return FlowerCommand(sub)
     if sub in RUN_SUBCOMMANDS and " " not in rest.strip():
         return FlowerCommand(sub, rest.strip()) if rest.strip() else FlowerCommand("usage", "")
+    parsed = _leading_options(words)
+    if parsed is None:
+        return FlowerCommand("usage", head)
+    options, task = parsed
+    if options:
+        return FlowerCommand("start", task, options) if task else FlowerCommand("usage", "")
     if " " not in words.strip():
         return FlowerCommand("usage", head)  # `/flower stauts`: a typo, not a one-word task
     return FlowerCommand("start", words)
