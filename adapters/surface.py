@@ -19,6 +19,7 @@ __all__ = [
     "OutMessage",
     "PermanentSurfaceError",
     "PlatformLimits",
+    "StartRefused",
     "Surface",
     "SurfaceError",
     "ThreadRef",
@@ -158,6 +159,11 @@ class TransientSurfaceError(SurfaceError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class StartRefused(Exception):
+    """A front end cannot come up for a reason a person must fix (a refused token, a switched-off
+    intent, a taken port); the message says what to do, in one line, with no secret in it."""
 
 
 class PermanentSurfaceError(SurfaceError):

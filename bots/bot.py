@@ -89,6 +89,7 @@ def build_frontends(cfg: BotConfig) -> list[Frontend]:
 async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> int:
     from adapters.hub import Hub
     from adapters.state import ChannelPolicy, SQLiteStateStore
+    from adapters.surface import StartRefused
     from bots.flows import flow_factory
     from bots.model import Model
 
@@ -112,7 +113,10 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
         for f in frontends:
             f.attach(hub)
         for f in frontends:
-            await f.start()
+            try:
+                await f.start()
+            except StartRefused as exc:  # a refused token, a switched-off intent, a taken port
+                raise ConfigError(str(exc)) from None
             started.append(f)
         died = await hub.recover()
         if died:

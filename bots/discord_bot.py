@@ -25,27 +25,17 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from adapters.discord_bridge import DiscordBridge, DiscordSettings, DiscordStartError
+from adapters.discord_bridge import DiscordBridge, DiscordSettings
 from bots.config import BotConfig, ConfigError
 
-__all__ = ["DiscordFrontend", "build", "settings_from"]
+__all__ = ["build", "settings_from"]
 
 _KEYS = {"guild_ids", "api_base", "gateway_url", "ready_timeout"}
 _SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 
 
-class DiscordFrontend(DiscordBridge):
-    """The bridge, with start-up refusals turned into the bot's configuration errors."""
-
-    async def start(self) -> None:
-        try:
-            await super().start()
-        except DiscordStartError as exc:
-            raise ConfigError(str(exc)) from None
-
-
-def build(cfg: BotConfig) -> DiscordFrontend:
-    return DiscordFrontend(settings_from(cfg.env, cfg.section("discord")))
+def build(cfg: BotConfig) -> DiscordBridge:
+    return DiscordBridge(settings_from(cfg.env, cfg.section("discord")))
 
 
 def settings_from(env: dict[str, str], table: dict[str, Any]) -> DiscordSettings:

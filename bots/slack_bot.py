@@ -27,26 +27,16 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from adapters.slack import DEFAULT_API_URL, SlackFrontend, SlackSettings, SlackStartError
+from adapters.slack import DEFAULT_API_URL, SlackFrontend, SlackSettings
 from bots.config import BotConfig, ConfigError
 
-__all__ = ["SlackBotFrontend", "build", "settings_from"]
+__all__ = ["build", "settings_from"]
 
 _KEYS = {"mode", "host", "port", "path", "api_url", "agent_sessions"}
 
 
-class SlackBotFrontend(SlackFrontend):
-    """The Slack front end, with Slack's refusals at start turned into the bot's configuration errors."""
-
-    async def start(self) -> None:
-        try:
-            await super().start()
-        except SlackStartError as exc:
-            raise ConfigError(str(exc)) from None
-
-
-def build(cfg: BotConfig) -> SlackBotFrontend:
-    return SlackBotFrontend(settings_from(cfg.env, cfg.section("slack")))
+def build(cfg: BotConfig) -> SlackFrontend:
+    return SlackFrontend(settings_from(cfg.env, cfg.section("slack")))
 
 
 def settings_from(env: dict[str, str], table: dict[str, Any]) -> SlackSettings:

@@ -16,21 +16,10 @@ from adapters.web import WebFrontend
 from bots.config import BotConfig, ConfigError
 from bots.flower_cli import has_credentials
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "BotWebFrontend", "build"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build"]
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8470
 _WEB_KEYS = {"host", "port", "token"}
-
-
-class BotWebFrontend(WebFrontend):
-    """The web front end as the bot runs it: a port that cannot be taken is a configuration error."""
-
-    async def start(self) -> None:
-        try:
-            await super().start()
-        except OSError as exc:
-            raise ConfigError(f"web page: cannot listen on {self.host}:{self.port} ({exc.strerror or exc}); "
-                              "is another flower-bot running? choose another --port") from None
 
 
 def build(cfg: BotConfig) -> WebFrontend:
@@ -45,7 +34,7 @@ def build(cfg: BotConfig) -> WebFrontend:
         raise ConfigError("web token (FLOWER_WEB_TOKEN or [web].token) must be at least 16 characters, no spaces")
     root = getattr(cfg, "root", None)
     demo = bool(cfg.demo) or not has_credentials(cfg.env)
-    return BotWebFrontend(host=host, port=port, token=token, demo=demo,
+    return WebFrontend(host=host, port=port, token=token, demo=demo,
                           db_path=Path(root) / "web-threads.db" if root is not None else None)
 
 

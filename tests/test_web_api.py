@@ -461,10 +461,11 @@ def test_web_bot_build_reads_flags_env_and_the_web_table(tmp_path: Path) -> None
             build(cfg(bad))
 
 
-async def test_a_taken_port_is_a_clear_configuration_error(tmp_path: Path) -> None:
+async def test_a_taken_port_is_a_clear_refusal_at_start(tmp_path: Path) -> None:
     import socket
 
-    from bots.config import BotConfig, ConfigError
+    from adapters.surface import StartRefused
+    from bots.config import BotConfig
     from bots.web_bot import build
 
     with socket.socket() as taken:
@@ -473,6 +474,6 @@ async def test_a_taken_port_is_a_clear_configuration_error(tmp_path: Path) -> No
         port = taken.getsockname()[1]
         front = build(BotConfig(surfaces=["web"], root=tmp_path, demo=True, web_port=port))
         front.attach(Hub({"web": front.surface}, MemoryStateStore(), root=tmp_path))
-        with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{port}"):
-            await front.start()
+        with pytest.raises(StartRefused, match=f"cannot listen on 127.0.0.1:{port}"):
+            await front.start()  # flower-bot prints it as one line and exits 2
         await front.stop()

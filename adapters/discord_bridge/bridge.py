@@ -22,7 +22,7 @@ from adapters.discord_bridge.client import FlowerClient, invite_url
 from adapters.discord_bridge.context import PLATFORM, Context
 from adapters.discord_bridge.surface import DiscordSurface
 from adapters.hub import Hub
-from adapters.surface import ThreadRef
+from adapters.surface import StartRefused, ThreadRef
 
 __all__ = ["INTENT_HINT", "DiscordBridge", "DiscordSettings", "DiscordStartError"]
 
@@ -32,7 +32,7 @@ INTENT_HINT = ("Discord refused the message-content intent: turn on Developer Po
                "Privileged Gateway Intents → MESSAGE CONTENT INTENT, save, and start the bot again")
 
 
-class DiscordStartError(Exception):
+class DiscordStartError(StartRefused):
     """The bot cannot come up on Discord for a reason a person must fix; the message says which."""
 
 

@@ -41,6 +41,7 @@ from adapters.slack.errors import error_code
 from adapters.slack.payloads import dedupe_key
 from adapters.slack.sessions import AgentSessions
 from adapters.slack.surface import SlackSurface
+from adapters.surface import StartRefused
 
 __all__ = ["DEFAULT_API_URL", "SlackFrontend", "SlackSettings", "SlackStartError"]
 
@@ -62,7 +63,7 @@ BOLT_LOG = logging.getLogger("adapters.slack.bolt")
 BOLT_LOG.addFilter(_QuietTokenWarning())
 
 
-class SlackStartError(RuntimeError):
+class SlackStartError(StartRefused):
     """Slack refused the bot at start (a bad token, no hello): one line, no secret in it."""
 
 

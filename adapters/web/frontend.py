@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from adapters.state import RunRecord
-from adapters.surface import ThreadRef
+from adapters.surface import StartRefused, ThreadRef
 from adapters.web import api, page, stream
 from adapters.web.events import EventLogs
 from adapters.web.guard import Guard, is_loopback, new_token
@@ -123,9 +123,10 @@ class WebFrontend:
         site = web.TCPSite(runner, self.host, self.port)
         try:
             await site.start()
-        except OSError:  # the port is taken, the address is not ours: the caller says what to do
+        except OSError as exc:  # the port is taken, or the address is not ours
             await runner.cleanup()
-            raise
+            raise StartRefused(f"web page: cannot listen on {self.host}:{self.port} ({exc.strerror or exc}); "
+                               "is another flower-bot running? choose another --port") from None
         self._runner = runner
         if runner.addresses:  # the real port when 0 (any free one) was asked for
             self.port = int(runner.addresses[0][1])
