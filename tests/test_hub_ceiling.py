@@ -27,13 +27,11 @@ async def test_a_starter_cannot_ask_for_more_than_the_channel_allows(tmp_path: P
     assert surface.notices_for("ana") == [refused.message]
 
 
-def test_the_ceiling_fills_in_a_missing_cap_and_keeps_a_smaller_one(tmp_path: Path) -> None:
-    hub = hub_with(tmp_path, MemorySurface(), budget_usd=None)
-    assert hub._within_ceiling("memory:C1", RunOptions()) == (RunOptions(budget_usd=20.0), None)
-    assert hub._within_ceiling("memory:C1", RunOptions(budget_usd=5.0)) == (RunOptions(budget_usd=5.0), None)
-    assert hub._within_ceiling("memory:C2", RunOptions()) == (RunOptions(), None)  # no ceiling elsewhere
-    over_default = hub_with(tmp_path, MemorySurface(), budget_usd=30.0)
-    assert over_default._within_ceiling("memory:C1", RunOptions())[1] is not None
+def test_the_ceiling_fills_in_a_missing_cap_and_keeps_a_smaller_one() -> None:
+    assert RunOptions().within(20.0, default=None) == (RunOptions(budget_usd=20.0), None)
+    assert RunOptions(budget_usd=5.0).within(20.0, default=None) == (RunOptions(budget_usd=5.0), None)
+    assert RunOptions().within(None, default=None) == (RunOptions(), None)  # no ceiling: nothing changes
+    assert RunOptions().within(20.0, default=30.0)[1] is not None  # the bot's default is over it too
 
 
 def test_the_ceiling_comes_from_the_channel_table(tmp_path: Path) -> None:

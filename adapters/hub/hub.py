@@ -27,6 +27,7 @@ from adapters.hub.fanout import Fanout, Target
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.pipe import RunPipe
 from adapters.hub.replies import parse_reply
+from adapters.hub.report import status_report
 from adapters.hub.results import IntentResult
 from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
 from adapters.ids import IdError, decode
@@ -108,9 +109,10 @@ class Hub:
         workspace, run_dir = self._places(run_id, channel)
         if (busy := self._busy(workspace)) is not None:
             return await self.refuse(thread, user, f"This channel's workspace is busy with run {busy}.", busy)
-        if (bad := self._check_options(options)) is not None:
+        options = options or RunOptions()
+        if (bad := options.problem()) is not None:
             return await self.refuse(thread, user, bad)
-        options, over = self._within_ceiling(channel, options or RunOptions())
+        options, over = options.within(self.budget_ceilings.get(channel), default=self.budget_usd)
         if over is not None:
             return await self.refuse(thread, user, over)
         record = self.store.save_run(RunRecord(run_id, thread, user, task.strip(), "starting", str(workspace),
@@ -240,29 +242,11 @@ class Hub:
         return await _wake.recover(self)
 
     def status(self, *, thread: ThreadRef | None = None, run_id: str | None = None) -> IntentResult:
+        """One run's state (by id, or the run a thread shows), or every live run, parked ones apart."""
         if run_id is None and thread is not None:
-            run_id = self.store.run_for_thread(thread)
-        if run_id is not None:
-            live = self.live.get(run_id)
-            if live is not None:
-                c = live.view.status_card
-                return IntentResult(True, f"Run {run_id}: {c.state}, step {c.step_text()}, context "
-                                    f"{c.context_text()}, cost {_fmt.money(c.cost_usd)}", run_id)
-            record = self.store.get_run(run_id)
-            if record is not None:
-                return IntentResult(True, f"Run {run_id}: {record.status} — {_fmt.one_line(record.task, 80)}", run_id)
-            return IntentResult(False, f"No run {run_id}.")
-        if not self.live:
-            return IntentResult(True, f"No runs going (limit {self.max_runs}).")
-        running, parked = self.running(), self.parked()
-        cards = {rid: self.live[rid].view.status_card for rid in self.live}
-        head = f"{len(running)}/{self.max_runs} runs going:" if running else f"No runs going (limit {self.max_runs})."
-        lines = [head]
-        lines += [f"- {rid}: {cards[rid].state}, step {cards[rid].step_text()}" for rid in running]
-        if parked:
-            lines.append(f"{len(parked)}/{self.max_parked} parked, waiting for an answer (no CLI running):")
-            lines += [f"- {rid}: step {cards[rid].step_text()}" for rid in parked]
-        return IntentResult(True, "\n".join(lines))
+            run_id = self.run_in(thread)
+        return status_report(self.live, self.store, run_id, running=self.running(), parked=self.parked(),
+                             max_runs=self.max_runs, max_parked=self.max_parked)
 
     async def handle_action(self, action_id: str, user: str, *, delivery_id: str | None = None,
                             text: str | None = None, where: ThreadRef | None = None) -> IntentResult:
@@ -394,29 +378,6 @@ class Hub:
         if configured is not None:
             return configured, self.root / "channels" / channel.replace(":", "_") / "runs"
         return self.root / run_id / "workspace", self.root / run_id / "runs"
-
-    def _within_ceiling(self, channel: str, options: RunOptions) -> tuple[RunOptions, str | None]:
-        """A channel's budget ceiling: the cap when none was asked for, a refusal above it."""
-        ceiling = self.budget_ceilings.get(channel)
-        if ceiling is None:
-            return options, None
-        asked = options.budget_usd if options.budget_usd is not None else self.budget_usd
-        if asked is None:
-            return replace(options, budget_usd=ceiling), None
-        if asked > ceiling:
-            return options, (f"This channel caps a run's budget at {_fmt.money(ceiling)}; ask for "
-                             f"{_fmt.money(ceiling)} or less.")
-        return replace(options, budget_usd=asked), None
-
-    @staticmethod
-    def _check_options(options: RunOptions | None) -> str | None:
-        if options is None:
-            return None
-        if options.max_asks is not None and options.max_asks < 0:
-            return "The question quota must be 0 or more."
-        if options.budget_usd is not None and options.budget_usd < 0:
-            return "The budget must be 0 or more dollars."
-        return None
 
     @staticmethod
     def _not_running(record: RunRecord) -> str:

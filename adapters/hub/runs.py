@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,27 @@ class RunOptions:
             return cls()
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known}) if isinstance(data, dict) else cls()
+
+    def problem(self) -> str | None:
+        """What is wrong with these choices, said to the person who made them (None: nothing)."""
+        if self.max_asks is not None and self.max_asks < 0:
+            return "The question quota must be 0 or more."
+        if self.budget_usd is not None and self.budget_usd < 0:
+            return "The budget must be 0 or more dollars."
+        return None
+
+    def within(self, ceiling: float | None, *, default: float | None) -> tuple[RunOptions, str | None]:
+        """A channel's budget ceiling: the cap when none was asked for (nor set as the bot's `default`),
+        a refusal above it."""
+        if ceiling is None:
+            return self, None
+        asked = self.budget_usd if self.budget_usd is not None else default
+        if asked is None:
+            return replace(self, budget_usd=ceiling), None
+        if asked > ceiling:
+            return self, (f"This channel caps a run's budget at {_fmt.money(ceiling)}; ask for "
+                          f"{_fmt.money(ceiling)} or less.")
+        return replace(self, budget_usd=asked), None
 
     def save(self, run_dir: Path) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
