@@ -12,12 +12,13 @@ from tests.hub_support import ask_call
 from tests.slack_double import SlackDouble
 from tests.slack_support import C1, card, slack_bot
 
-HEARD = {"say": "Heard: {last_user_text}", "delay_s": 1.0}
+# Every later turn asks again, so a run only ends when the test stops it, however slow the machine.
+HEARD = {"say": "Heard: {last_user_text}", "call": [ask_call("Still there?", ["yes"])]}
 
 
 async def test_stop_list_modal_shortcut_and_status_button(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
     md = await double_factory(scenario_of({"name": "main", "after_end": "Heard: {last_user_text}", "turn": [
-        {"say": "Asking.", "call": [ask_call("Proceed?", ["yes", "no"])]}, HEARD, HEARD]}))
+        {"say": "Asking.", "call": [ask_call("Proceed?", ["yes", "no"])]}, *[HEARD] * 6]}))
     async with SlackDouble(names={"UALICE": "Alice"}) as double, \
             slack_bot(tmp_path, md, cli_home, double, dm_after_s=0.2) as bot:
         # One run from /flower (its card is the root), one from a mention inside a person's thread.
