@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -168,25 +169,32 @@ class SlackBridge:
             return await hub.start(task, self.thread(channel, thread_ts), user, options=run_options)
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(task, 200)}", title="⏳ Starting",
                           fields=[("Started by", hub.people.display(user))])
+        return await self._under_new_root(channel, card, lambda thread: hub.start(task, thread, user,
+                                                                                  options=run_options))
+
+    async def _under_new_root(self, channel: str, card: OutMessage,
+                              act: Callable[[ThreadRef], Awaitable[IntentResult]], run_id: str = "") -> IntentResult:
+        """Post `card` as a new root in `channel`, let `act` bind its thread (a start, a follow) while
+        the root is still provisional, and remove the root again when the hub refuses."""
         try:
             root = await self.surface.post_root(channel, card)
         except SurfaceError as exc:
             if is_code(exc, "not_in_channel", "channel_not_found"):
-                return IntentResult(False, NOT_IN_CHANNEL)
-            log.warning("could not post a run's status card in %s: %s", channel, exc)
-            return IntentResult(False, f"Could not post in this channel ({exc}); try again in a moment.")
+                return IntentResult(False, NOT_IN_CHANNEL, run_id)
+            log.warning("could not post a new root in %s: %s", channel, exc)
+            return IntentResult(False, f"Could not post in this channel ({exc}); try again in a moment.", run_id)
         thread = self.thread(channel, root)
-        hub.store.save_message(thread, STATUS_KEY, root)
+        self.hub.store.save_message(thread, STATUS_KEY, root)
         self.surface.provisional(thread, True)
         try:
-            result = await hub.start(task, thread, user, options=run_options)
+            result = await act(thread)
         finally:
             self.surface.provisional(thread, False)
         if not result.ok:
             try:
                 await self.surface.delete(channel, root)
             except SurfaceError as exc:
-                log.warning("could not remove the card of a refused start in %s: %s", channel, exc)
+                log.warning("could not remove the root of a refused %s in %s: %s", card.title, channel, exc)
         return result
 
     # ---- following a run elsewhere ------------------------------------------------------------------------
@@ -204,26 +212,7 @@ class SlackBridge:
             return IntentResult(False, f"Run {run_id} is not running ({record.status}).", run_id)
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(record.task, 200)}",
                           title=f"👀 Following run {run_id}", fields=[("Started by", hub.people.display(record.owner))])
-        try:
-            root = await self.surface.post_root(channel, card)
-        except SurfaceError as exc:
-            if is_code(exc, "not_in_channel", "channel_not_found"):
-                return IntentResult(False, NOT_IN_CHANNEL, run_id)
-            log.warning("could not post a mirror's root in %s: %s", channel, exc)
-            return IntentResult(False, f"Could not post in this channel ({exc}); try again in a moment.", run_id)
-        thread = self.thread(channel, root)
-        hub.store.save_message(thread, STATUS_KEY, root)
-        self.surface.provisional(thread, True)
-        try:
-            result = await hub.follow(run_id, thread, user)
-        finally:
-            self.surface.provisional(thread, False)
-        if not result.ok:
-            try:
-                await self.surface.delete(channel, root)
-            except SurfaceError as exc:
-                log.warning("could not remove the root of a refused follow in %s: %s", channel, exc)
-        return result
+        return await self._under_new_root(channel, card, lambda thread: hub.follow(run_id, thread, user), run_id)
 
     async def unfollow_run(self, run_id: str, channel: str, user: str) -> IntentResult:
         """End every thread of `channel` that follows `run_id` (its own thread is not a mirror)."""
