@@ -20,7 +20,7 @@ from adapters.discord_bridge.context import PLATFORM, Context
 from adapters.discord_bridge.inbound import SUBAGENT_WARNING
 from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
 from adapters.discord_bridge.reply import Reply
-from adapters.hub import RunOptions
+from adapters.hub import IntentResult, RunOptions
 from adapters.ids import encode
 from adapters.surface import ThreadRef
 from adapters.view import fmt
@@ -82,16 +82,8 @@ class FlowerCommands(app_commands.Group):
                             "I need Send Messages, Create Public Threads and Embed Links in this channel.")
             return
         result = await hub.start(task, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user, options=options)
-        if result.ok:
-            await reply.say(f"Started run `{result.run_id}` in {thread.mention}.")
-            return
-        await reply.say(result.message)
-        try:  # the hub refused (run limit, busy workspace...): leave no starter that looks like a run
-            await starter.edit(embed=discord.Embed(title="✖️ Not started", description=result.message),
-                               allowed_mentions=NO_MENTIONS)
-            await thread.edit(archived=True)
-        except discord.HTTPException as exc:
-            log.info("could not close the thread of a run that did not start: %s", exc)
+        await _settle_starter(reply, result, starter, thread,
+                              done=f"Started run `{result.run_id}` in {thread.mention}.", refused="✖️ Not started")
 
     @app_commands.command(name="stop", description="Interrupt this thread's run with a message (or list your runs)")
     @app_commands.describe(message="What the agent should hear next (empty: it just stops and goes on)")
@@ -190,16 +182,8 @@ class FlowerCommands(app_commands.Group):
                             "Messages, Create Public Threads and Embed Links in this channel.")
             return
         result = await hub.follow(run_id, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user)
-        if result.ok:
-            await reply.say(f"Following run `{run_id}` in {thread.mention}.")
-            return
-        await reply.say(result.message)
-        try:  # the hub refused after all: leave no starter that looks like a mirror
-            await starter.edit(embed=discord.Embed(title="✖️ Not following", description=result.message),
-                               allowed_mentions=NO_MENTIONS)
-            await thread.edit(archived=True)
-        except discord.HTTPException as exc:
-            log.info("could not close the thread of a refused follow: %s", exc)
+        await _settle_starter(reply, result, starter, thread,
+                              done=f"Following run `{run_id}` in {thread.mention}.", refused="✖️ Not following")
 
     @app_commands.command(name="unfollow", description="Stop showing a run in this thread (the run goes on)")
     async def unfollow(self, interaction: discord.Interaction[Any]) -> None:
@@ -230,3 +214,19 @@ def _starting(task: str, who: discord.abc.User) -> discord.Embed:
     embed = discord.Embed(title="⏳ Starting", description=f"Task: {fmt.one_line(task, 200)}", colour=0x3498DB)
     embed.set_footer(text=f"started by {who.display_name}")
     return embed
+
+
+async def _settle_starter(reply: Reply, result: IntentResult, starter: discord.Message, thread: discord.Thread, *,
+                          done: str, refused: str) -> None:
+    """After a start or a follow: say so, or, when the hub refused (run limit, busy workspace...), leave
+    no starter and thread that look like a run."""
+    if result.ok:
+        await reply.say(done)
+        return
+    await reply.say(result.message)
+    try:
+        await starter.edit(embed=discord.Embed(title=refused, description=result.message),
+                           allowed_mentions=NO_MENTIONS)
+        await thread.edit(archived=True)
+    except discord.HTTPException as exc:
+        log.info("could not close the thread of a refused %s: %s", refused, exc)
