@@ -85,11 +85,11 @@ async def transcript_has(live: Any, step: str, needle: str, timeout: float = 30.
     The CLI mirrors its transcript to the store asynchronously; a test that kills the CLI must first
     wait for what it wants the woken run to resume from, or the resumed history depends on timing.
     """
-    rt = live.runtime
+    rt = live.side.runtime  # an in-process run: its RunEngine
 
     async def poll() -> None:
         while True:
-            sid = live.workflow.sessions.get(step)
+            sid = live.side.workflow.sessions.get(step)
             if sid:
                 entries = await rt.store.load({"project_key": rt.project_key, "session_id": sid}) or []
                 if any(needle in json.dumps(e, ensure_ascii=False) for e in entries):

@@ -29,16 +29,18 @@ from adapters.hub.pipe import RunPipe
 from adapters.hub.replies import parse_reply
 from adapters.hub.report import status_report
 from adapters.hub.results import IntentResult
-from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
+from adapters.hub.runs import LiveRun, RunOptions
 from adapters.ids import IdError, decode
 from adapters.outbox import Outbox
 from adapters.people import People
 from adapters.ratelimit import RateBudget
 from adapters.state import RunRecord, StateStore
 from adapters.surface import OutMessage, Surface, SurfaceError, ThreadRef
+from adapters.transport import LocalTransport, RunFactory, RunPlan, Transport, default_factory
+from adapters.transport.engine import EngineKit
 from adapters.view import RunView, ViewConfig
 from adapters.view import fmt as _fmt
-from flower_core import Event, Oracle, ParkPolicy, Runtime
+from flower_core import Event
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +58,7 @@ class Hub:
                  runtime_options: Mapping[str, Any] | None = None, oracle: bool = True,
                  budget_usd: float | None = None, dm_after_s: float | None = 60.0,
                  park_after_s: float | None = 120.0, max_parked: int = 1000,
-                 budget_ceilings: Mapping[str, float] | None = None) -> None:
+                 budget_ceilings: Mapping[str, float] | None = None, transport: Transport | None = None) -> None:
         if isinstance(surfaces, Mapping):
             self.surfaces = dict(surfaces)
         else:
@@ -66,8 +68,6 @@ class Hub:
         self.store, self.access = store, Access(store, self.people)
         self.root = Path(root).expanduser().resolve()
         self.workspaces = {k: Path(v).expanduser().resolve() for k, v in (workspaces or {}).items()}
-        self.factory = factory or default_factory
-        self.env = dict(env) if env is not None else None
         self.max_runs, self.timeout_s, self.max_asks = max_runs, timeout_s, max_asks
         # A question waiting longer than park_after_s closes its run's CLI (None = never); max_runs counts
         # runs with a CLI, max_parked the parked ones (beyond it, runs keep their CLI while they wait).
@@ -81,8 +81,11 @@ class Hub:
         # Taps see every event of every run as (run id, event), beside the view: e.g. the web's event log.
         self.taps: list[Callable[[str, Event], object]] = []
         self.clock, self.sleeper = clock, sleeper
-        self.runtime_options = dict(runtime_options or {})
         self.use_oracle = oracle
+        # Where runs go: this process by default; `transport=` hands them to workers (RedisTransport).
+        self.transport: Transport = transport or LocalTransport(EngineKit(
+            factory=factory or default_factory, env=env, runtime_options=dict(runtime_options or {}),
+            park_after_s=park_after_s, may_park=self._may_park, oracle=oracle))
         self.live: dict[str, LiveRun] = {}
         self.mirrors = Mirrors(self, dm_after_s=dm_after_s)
         self.cards = Cards(store, self.live)
@@ -143,7 +146,7 @@ class Hub:
         live = self.live.get(run_id)
         if live is not None:
             place = self.mirrors.place(where) if where is not None and self.mirrors.spread(live) else ""
-            result = live.answer(card_id, text, user, decline=decline, where=place)
+            result = await live.answer(card_id, text, user, decline=decline, where=place)
         else:
             result = await _wake.answer_sleeping(self, record, card_id, text, user, decline=decline)
         if not result.ok and not result.duplicate:
@@ -158,11 +161,11 @@ class Hub:
         live, refusal = await self._live(run_id, user, "send")
         if live is None:
             return refusal
-        return live.send(text, user, origin=origin, only_in=str(where) if where is not None else "")
+        return await live.send(text, user, origin=origin, only_in=str(where) if where is not None else "")
 
     async def interrupt(self, run_id: str, text: str, user: str) -> IntentResult:
         live, refusal = await self._live(run_id, user, "send")
-        return live.interrupt(text, user) if live is not None else refusal
+        return await live.interrupt(text, user) if live is not None else refusal
 
     async def oracle(self, run_id: str, question: str, user: str) -> IntentResult:
         live, refusal = await self._live(run_id, user, "answer")
@@ -210,6 +213,11 @@ class Hub:
                  and (platform is None or r.thread.platform == platform)
                  and (channel is None or r.thread.channel == channel)]
         return sorted(found, key=lambda r: r.created_at, reverse=True)
+
+    def holder(self, run_id: str) -> str:
+        """The worker a live run is on ("" in this process, or not live)."""
+        live = self.live.get(run_id)
+        return live.holder if live is not None else ""
 
     async def _live(self, run_id: str, user: str, verb: str) -> tuple[LiveRun | None, IntentResult]:
         """The live run the user may act on, or None and the refusal already shown to them."""
@@ -293,20 +301,22 @@ class Hub:
             live.cancel("shutdown")
         for live in runs:
             await live.finished.wait()
+        await self.transport.close()
 
-    def launch(self, record: RunRecord, *, waking: bool, remark: str = "") -> LiveRun:
-        """Build and start the run's pieces (used by start and wake)."""
+    async def open(self) -> None:
+        """Connect the transport (a no-op in process); before `recover`."""
+        await self.transport.start()
+
+    def launch(self, record: RunRecord, *, waking: bool, remark: str = "", attach: bool = False,
+               after: LiveRun | None = None) -> LiveRun:
+        """Show a run in its threads and start its run side through the transport (used by start and
+        wake); `attach`: the run side is already going on a worker (a takeover, or this front restarted);
+        `after`: the LiveRun that showed it until a takeover."""
         opts = RunOptions.load(Path(record.run_dir))
         plan = RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
                        timeout_s=self.timeout_s if opts.timeout_s is None else opts.timeout_s,
                        max_asks=self.max_asks if opts.max_asks is None else opts.max_asks,
                        budget_usd=self.budget_usd if opts.budget_usd is None else opts.budget_usd)
-        workflow = self.factory(plan)
-        runtime_options = {"park": ParkPolicy(self.park_after_s, allow=self._may_park), **self.runtime_options}
-        runtime = Runtime(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench,
-                          env=self.env, **runtime_options)
-        oracle = Oracle(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench,
-                        env=self.env, budget=workflow.budget) if self.use_oracle else None
         view = RunView(record.run_id, record.task, clock=self.clock, config=self.view_config,
                        epoch=uuid.uuid4().hex[:6])
         home = Target(record.thread, self.outbox(record.thread, on_sent=self.sent_recorder(record.run_id,
@@ -315,13 +325,21 @@ class Hub:
         for mirror in self.mirrors.targets_for(record):
             fanout.add(Target(mirror.thread, self.outbox(mirror.thread, on_sent=self.sent_recorder(
                 record.run_id, mirror.thread)), mirror.scope))
-        observers: list[Callable[[Event], object]] = [oracle.observe] if oracle is not None else []
-        observers += [partial(tap, record.run_id) for tap in self.taps]
-        live = LiveRun(record, workflow, runtime, RunPipe(view, fanout, observers=observers), store=self.store,
-                       oracle=oracle, waking=waking, clock=self.clock, on_end=self._ended, on_ask=self._on_ask)
+        observers: list[Callable[[Event], object]] = [partial(tap, record.run_id) for tap in self.taps]
+        live = LiveRun(record, RunPipe(view, fanout, observers=observers), store=self.store, waking=waking,
+                       has_oracle=self.use_oracle, clock=self.clock, on_end=self._ended, on_ask=self._on_ask,
+                       on_handover=self._handed_over, ledger=after.ledger if after is not None else None)
+        side = self.transport.launch(record.run_id, plan, live, attach=attach)  # raises: nothing was shown
         self.live[record.run_id] = live
-        live.start()
+        live.start(side)
         return live
+
+    def _handed_over(self, old: LiveRun, holder: str, previous: str) -> None:
+        """A worker took over a run whose worker went silent: show it afresh, with one notice line."""
+        record = self.store.get_run(old.run_id) or old.record
+        live = old.successor = self.launch(record, waking=True, attach=True, after=old)
+        was = f" (worker {previous} stopped answering)" if previous else ""
+        live.pipe.put(live.view.notice(f"🔁 Worker {holder} took the run over{was} and resumes it where it was."))
 
     def outbox(self, thread: ThreadRef, *, on_sent: Callable[[OutMessage, str], object] | None = None) -> Outbox:
         surface = self.surfaces[thread.platform]
@@ -363,7 +381,7 @@ class Hub:
 
     def _over_limit(self) -> str | None:
         running = self.running()
-        if len(running) < self.max_runs:
+        if self.transport.remote or len(running) < self.max_runs:  # workers have limits of their own
             return None
         return (f"{len(running)} runs are already going (the limit is {self.max_runs}). Try again when one "
                 f"finishes, or stop one: {', '.join(running)}.")

@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
-from adapters.hub.hop import hop
+from adapters.hop import hop
 from adapters.outbox import Outbox
 from adapters.surface import OutMessage
 from adapters.view import RunView

@@ -1,15 +1,15 @@
-"""LiveRun: one run in this process — its workflow task, runtime, channel, oracle, view and outbox.
+"""LiveRun: the chat side of one run — its view, pipe to the threads, card ledger and status.
 
-The workflow's events pass through `on_event` (synchronous, never raises): ask events are bound to
-cards first (a question re-asked after a wake lands on its old card, see wake.py), then the pipe
-renders them. Intents arrive as methods returning an `IntentResult`; the hub has already checked
-who may do what.
+The run itself (workflow, runtime, question channel, oracle) is on the other side of a transport
+(adapters/transport): in this process or on a worker. Its events arrive through `on_event`
+(synchronous, never raises): ask events are bound to cards first (a question re-asked after a wake
+lands on its old card, see wake.py), then the pipe renders them. Intents arrive as coroutines
+returning an `IntentResult`; the hub has already checked who may do what.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -17,15 +17,19 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from adapters.hub.hop import hop
+from adapters.hop import hop
 from adapters.hub.ledger import CardLedger, card_gen
 from adapters.hub.pipe import RunPipe
 from adapters.hub.results import IntentResult
 from adapters.state import StateStore
 from adapters.state.base import RunRecord
+from adapters.transport.base import RunEnd, RunSide, Undelivered
+from adapters.transport.plan import RunFactory, RunPlan, default_factory
 from adapters.view import AskCard, Outcome
 from adapters.view import fmt as _fmt
-from flower_core import Event, Workflow, starter_flow
+from flower_core import Event
+
+__all__ = ["KEPT", "REASKED", "LiveRun", "RunFactory", "RunOptions", "RunPlan", "default_factory"]
 
 log = logging.getLogger(__name__)
 
@@ -88,58 +92,37 @@ class RunOptions:
 OPTIONS_FILE = "run-options.json"
 
 
-@dataclass(frozen=True)
-class RunPlan:
-    """What a run factory is given to build the Workflow of a run (or of its wake)."""
-
-    task: str
-    workspace: Path
-    run_dir: Path
-    waking: bool = False
-    remark: str = ""
-    timeout_s: float | None = 1800.0
-    max_asks: int | None = None
-    budget_usd: float | None = None
-
-
-RunFactory = Callable[[RunPlan], Workflow]
-
-
-def default_factory(plan: RunPlan) -> Workflow:
-    """starter_flow; on a wake, continue from the frozen brief, or from the task if none was frozen.
-
-    ``plan.budget_usd`` becomes the workflow's cost cap (a budget of 0 raises: the run is refused)."""
-    kw: dict[str, Any] = {"workspace": plan.workspace, "run_dir": plan.run_dir, "timeout_s": plan.timeout_s,
-                          "max_asks": plan.max_asks, "budget_usd": plan.budget_usd}
-    if plan.waking:
-        try:
-            return starter_flow(plan.remark, **kw)
-        except ValueError:
-            pass  # nothing frozen yet: the same task again; lineage resumes the step that was cut off
-    return starter_flow(plan.task, **kw)
+MOVED = ("Your answer is kept: the run moved to another worker, which gets it when it asks this again (or in "
+         "its inbox if it goes on without asking).")
+UNHELD = ("The worker that held this run stopped answering. Your answer is kept and reaches the run when "
+          "another worker takes it over.")
 
 
 class LiveRun:
-    def __init__(self, record: RunRecord, workflow: Workflow, runtime: Any, pipe: RunPipe, *, store: StateStore,
-                 oracle: Any = None, waking: bool = False, clock: Callable[[], float],
+    def __init__(self, record: RunRecord, pipe: RunPipe, *, store: StateStore, clock: Callable[[], float],
+                 waking: bool = False, has_oracle: bool = True,
                  on_end: Callable[[LiveRun], object] | None = None,
-                 on_ask: Callable[[LiveRun, str, str], object] | None = None) -> None:
+                 on_ask: Callable[[LiveRun, str, str], object] | None = None,
+                 on_handover: Callable[[LiveRun, str, str], object] | None = None,
+                 ledger: CardLedger | None = None) -> None:
         self.record, self.run_id = record, record.run_id
-        self.workflow, self.runtime, self.pipe, self.oracle = workflow, runtime, pipe, oracle
-        self.channel = workflow.channel
+        self.pipe = pipe
         self.view = pipe.view
         self.store = store
-        self.ledger = CardLedger(record.run_dir)
-        self.waking = waking
+        self.ledger = ledger or CardLedger(record.run_dir)  # a successor shares its predecessor's (one writer)
+        self.successor: LiveRun | None = None  # who shows the run after a takeover
+        self.waking, self.has_oracle = waking, has_oracle
+        self.side: RunSide | None = None
         self.outcome: Outcome | None = None
         self.finished = asyncio.Event()
-        self._clock, self._on_end, self._on_ask = clock, on_end, on_ask
+        self._clock, self._on_end, self._on_ask, self._on_handover = clock, on_end, on_ask, on_handover
         self._started = clock()
-        self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_reason, self._stopped_by = "", ""
+        self._ending = False
+        self._closing: asyncio.Future[None] | None = None
         self._by: dict[str, str] = {}  # card id -> who is settling it
-        self._oracles: set[asyncio.Task[None]] = set()
+        self._chores: set[asyncio.Task[Any]] = set()
         self._oracle_n = 0
         self._status = record.status
         self._reused: set[str] = set()
@@ -147,17 +130,17 @@ class LiveRun:
         self._restoring = record.status == "parked"
 
     # ---- lifecycle ----------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, side: RunSide) -> None:
+        """Begin showing the run whose run side is `side` (already started by the transport)."""
+        self.side = side
         self._loop = asyncio.get_running_loop()
-        if self.channel is not None and getattr(self.channel, "on_event", None) is None:
-            self.channel.on_event = self.on_event
         self.pipe.start()
         self.pipe.put([self.view.status_now()])
-        self._task = self._loop.create_task(self._main(), name=f"run {self.run_id}")
 
     @property
-    def task(self) -> asyncio.Task[None] | None:
-        return self._task
+    def holder(self) -> str:
+        """The worker holding the run ("" in this process)."""
+        return self.side.holder if self.side is not None else ""
 
     @property
     def parked(self) -> bool:
@@ -166,50 +149,30 @@ class LiveRun:
 
     def cancel(self, reason: str, by: str = "") -> bool:
         """Stop the run: reason "stopped" (a person) or "shutdown" (the bot is going away)."""
-        if self._task is None or self._task.done():
+        if self.side is None or self.finished.is_set() or self._ending:
+            return False
+        if not self.side.cancel(reason):
             return False
         self._stop_reason, self._stopped_by = reason, by
-        self._task.cancel()
         return True
 
-    async def _main(self) -> None:
-        state, failed_at, error, text = "done", "", "", ""
+    async def ended(self, end: RunEnd) -> None:
+        """The run side's last word: settle what is left, show the summary, close the pipe."""
+        if self._ending:
+            return
+        self._ending = True
         try:
-            ctx = await self.workflow.run(self.runtime, on_event=self.on_event, on_step=self.on_step)
-            failed_at = str(ctx.get("_failed_at") or "")
-            results = self.workflow.results
-            if failed_at:
-                state = "failed"
-                failed = results.get(failed_at)
-                error = str(getattr(failed, "error", "") or "the step did not pass")
-                text = str(getattr(failed, "text", "") or "")
-            elif results:
-                text = str(getattr(list(results.values())[-1], "text", "") or "")
-        except asyncio.CancelledError:
-            state = "died" if self._stop_reason == "shutdown" else "stopped"
-        except Exception as exc:  # the workflow itself broke: report it, keep the bot alive
-            log.exception("run %s crashed", self.run_id)
-            state, error = "failed", f"{type(exc).__name__}: {exc}"
-        await self._finish(state, failed_at=failed_at, error=error, text=text)
-
-    async def _finish(self, state: str, *, failed_at: str, error: str, text: str) -> None:
-        try:
-            if self._oracles:
-                await asyncio.gather(*self._oracles, return_exceptions=True)
-            if state == "died":
-                return  # the bot is going away: the next process reports this run (wake.recover)
+            if self._chores:
+                await asyncio.gather(*self._chores, return_exceptions=True)
+            if end.state == "died":
+                return  # the bot is going away (or the run moved): its cards stay open
             self._settle_old_cards(final=True)
-            cost = float(self.runtime.total_cost() or 0.0) or self.view.status_card.cost_usd
-            self.outcome = Outcome(state, result=text, cost_usd=cost, duration_s=self._clock() - self._started,
-                                   failed_at=failed_at, error=error, by=self._stopped_by,
-                                   steps=len(self.workflow.results))
+            cost = end.cost_usd or self.view.status_card.cost_usd
+            self.outcome = Outcome(end.state, result=end.text, cost_usd=cost, duration_s=self._clock() - self._started,
+                                   failed_at=end.failed_at, error=end.error, by=self._stopped_by, steps=end.steps)
             self.pipe.put(self.view.finish(self.outcome))
-            self._set_status(state)
+            self._set_status(end.state)
         finally:
-            for closer in (getattr(self.oracle, "close", None), getattr(self.runtime, "close", None)):
-                if closer is not None:
-                    with contextlib.suppress(Exception):
-                        closer()
             try:
                 await self.pipe.close()
             finally:  # even when a shutdown cancels this very drain: hub.close() waits on `finished`
@@ -217,9 +180,15 @@ class LiveRun:
                 if self._on_end is not None:
                     self._on_end(self)
 
+    def handed_over(self, holder: str, previous: str) -> None:
+        """The run went on on another worker: this view ends quietly and the hub shows the run afresh."""
+        self._closing = asyncio.ensure_future(self.ended(RunEnd("died")))  # not a chore: it waits on those
+        if self._on_handover is not None:
+            self._on_handover(self, holder, previous)
+
     # ---- events -------------------------------------------------------------------------------
     def on_event(self, ev: Event) -> None:
-        """The workflow's and the channel's sink. Never blocks, never raises."""
+        """The run side's sink. Never blocks, never raises."""
         try:
             if hop(self._loop, self.on_event, ev):
                 return
@@ -241,8 +210,8 @@ class LiveRun:
         except Exception as exc:
             log.warning("run %s: event %s not handled: %r", self.run_id, ev.kind, exc)
 
-    def on_step(self, step: Any, result: Any) -> None:
-        if getattr(step, "name", None) not in self._reused:  # reused steps report before anything runs
+    def step_done(self, name: str) -> None:
+        if name not in self._reused:  # reused steps report before anything runs
             self._settle_old_cards(final=False)
 
     def _ask_event(self, ev: Event, p: dict[str, Any]) -> None:
@@ -266,36 +235,43 @@ class LiveRun:
             self.ledger.settled(card_id, state, by=self._by.pop(card_id, ""), answer=str(p.get("answer") or ""))
         if self._on_ask is not None:
             self._on_ask(self, card_id, state)
-        if held is not None and self._loop is not None:
+        if held is not None:
             # After this event is fully handled, never from inside the channel's own emit.
-            self._loop.call_soon(self._answer_held, card_id, *held)
+            self._chore(self._answer_held(card_id, *held))
 
-    def _answer_held(self, card_id: str, text: str, by: str) -> None:
+    async def _answer_held(self, card_id: str, text: str, by: str) -> None:
         card = self.view.open_card(card_id)
         if card is not None:
-            self._settle(card, text, by, decline=False)
+            await self._settle(card, text, by, decline=False)
 
     def _deliver_held(self) -> None:
         for rec in self.ledger.open_cards():
-            if rec.held is None or card_gen(rec.card_id) >= self.view.gen or self.channel is None:
+            if rec.held is None or card_gen(rec.card_id) >= self.view.gen:
                 continue
             answer, by = rec.held, rec.held_by
-            self.view.expect_mail(by)
-            mail = self.channel.send(f"The human's answer to your earlier question “{rec.question}” "
-                                     f"(given while the run was restarting): {answer}")
-            if mail is not None:
-                self.pipe.put(self.view.mail_sent(mail.id, by))
             self.ledger.settled(rec.card_id, "answered", by=by, answer=answer)
             self.pipe.put(self.view.show_card(AskCard(
                 rec.card_id, "", rec.question, rec.options, state="answered", answer=answer, by=by,
                 note="The woken run did not ask this again; the answer went to its inbox.")))
+            self._chore(self._mail(f"The human's answer to your earlier question “{rec.question}” "
+                                   f"(given while the run was restarting): {answer}", by))
+
+    async def _mail(self, text: str, by: str, *, origin: str = "", only_in: str = "") -> str | None:
+        """Inbox mail with its receipt expected from `by`; the mail id (None: nothing sent)."""
+        if self.side is None:
+            return None
+        self.view.expect_mail(by, origin, only_in)
+        mail_id = await self.side.send(text)
+        if mail_id is not None:
+            self.pipe.put(self.view.mail_sent(mail_id, by))
+        return mail_id
 
     def _settle_old_cards(self, *, final: bool) -> None:
         """Cards from before a wake that the woken run did not ask again: deliver or close them."""
         self._deliver_held()
         for rec in self.ledger.open_cards():
-            if self.view.open_card(rec.card_id) is not None:
-                continue  # bound to a live question
+            if self.view.open_card(rec.card_id) is not None or (final and rec.held is not None):
+                continue  # bound to a live question, or an answer waiting for the next worker
             if card_gen(rec.card_id) < self.view.gen or final:
                 self.ledger.settled(rec.card_id, "cancelled")
                 self.pipe.put(self.view.show_card(AskCard(
@@ -308,8 +284,15 @@ class LiveRun:
             self._status = status
             self.store.set_run_status(self.run_id, status)
 
+    def _chore(self, coro: Any) -> None:
+        """Run a coroutine for this run on its loop, kept until done (the end waits for them)."""
+        task = asyncio.ensure_future(coro)
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
+
     # ---- intents (access already checked by the hub) -------------------------------------------
-    def answer(self, card_id: str, text: str, user: str, *, decline: bool = False, where: str = "") -> IntentResult:
+    async def answer(self, card_id: str, text: str, user: str, *, decline: bool = False,
+                     where: str = "") -> IntentResult:
         card = self.view.open_card(card_id)
         if card is None:
             rec = self.ledger.get(card_id)
@@ -330,35 +313,58 @@ class LiveRun:
                                                           answer=text, by=user)))
                 return IntentResult(True, "Declined.", self.run_id)
             self.ledger.hold(card_id, text, user)
+            if self.holder:  # taken over by a worker that asks its open question again first: wait for it
+                return IntentResult(True, MOVED, self.run_id)
             self._deliver_held()
             return IntentResult(True, "The run was restarted since; your answer went to its inbox.", self.run_id)
-        return self._settle(card, text, user, decline=decline, where=where)
+        return await self._settle(card, text, user, decline=decline, where=where)
 
-    def _settle(self, card: AskCard, text: str, user: str, *, decline: bool, where: str = "") -> IntentResult:
-        if self.channel is None:
+    async def _settle(self, card: AskCard, text: str, user: str, *, decline: bool, where: str = "") -> IntentResult:
+        if self.side is None:
             return IntentResult(False, "This run has no question channel.", self.run_id)
         self.view.answering(card.card_id, user, where)
         self._by[card.card_id] = user
-        ok = self.channel.decline(card.ask_id, text) if decline else self.channel.answer(card.ask_id, text)
+        try:
+            ok = await (self.side.decline(card.ask_id, text) if decline else self.side.answer(card.ask_id, text))
+        except Undelivered:
+            self._by.pop(card.card_id, None)
+            if self.successor is not None:  # the run moved while we waited: its new view has the card
+                return await self.successor.answer(card.card_id, text, user, decline=decline, where=where)
+            if decline:
+                return IntentResult(False, "The run's worker is not answering right now; decline again in a moment.",
+                                    self.run_id)
+            self.ledger.hold(card.card_id, text, user)
+            self.pipe.put(self.view.show_card(replace(card, note=f"Answer from {self.view.cfg.who(user)} kept: "
+                                                                  "the run is moving to another worker.")))
+            return IntentResult(True, UNHELD, self.run_id)
         if not ok:
             self._by.pop(card.card_id, None)
             return IntentResult(False, "That question is no longer waiting (answered, declined or timed out).",
                                 self.run_id, duplicate=True)
         return IntentResult(True, "Declined." if decline else f"Answered: {_fmt.one_line(text, 200)}", self.run_id)
 
-    def send(self, text: str, user: str, *, origin: str = "", only_in: str = "") -> IntentResult:
-        if self.channel is None:
+    async def send(self, text: str, user: str, *, origin: str = "", only_in: str = "") -> IntentResult:
+        if self.side is None:
             return IntentResult(False, "This run has no inbox.", self.run_id)
-        self.view.expect_mail(user, origin, only_in)
-        mail = self.channel.send(text)
-        if mail is None:
+        try:
+            mail_id = await self._mail(text, user, origin=origin, only_in=only_in)
+        except Undelivered:
+            return IntentResult(True, "Queued: the run is moving to another worker, which reads it at its next "
+                                "checkpoint.", self.run_id)
+        if mail_id is None:
             return IntentResult(False, "Nothing to send: the message is empty.", self.run_id)
-        self.pipe.put(self.view.mail_sent(mail.id, user))
         return IntentResult(True, "Queued for the agent; it reads its inbox at its next checkpoint.", self.run_id)
 
-    def interrupt(self, text: str, user: str) -> IntentResult:
+    async def interrupt(self, text: str, user: str) -> IntentResult:
+        if self.side is None:
+            return IntentResult(False, "This run cannot be interrupted.", self.run_id)
         parked = self.parked
-        in_flight = bool(self.runtime.interrupt(text))
+        try:
+            in_flight = await self.side.interrupt(text)
+        except Undelivered:
+            self.pipe.put(self.view.interrupted(user, text))
+            return IntentResult(True, "Interrupted: the run is moving to another worker, which hears your words "
+                                "when it takes it over.", self.run_id)
         self.pipe.put(self.view.interrupted(user, text))
         how = "it stops at the next message boundary and resumes with your words" if in_flight else \
             "no step is in flight; your words go with the next prompt"
@@ -367,20 +373,18 @@ class LiveRun:
         return IntentResult(True, f"Interrupted: {how}.", self.run_id)
 
     def ask_oracle(self, question: str, user: str) -> IntentResult:
-        if self.oracle is None or self._loop is None:
+        if not self.has_oracle or self.side is None:
             return IntentResult(False, "This run has no oracle.", self.run_id)
         self._oracle_n += 1
-        n = self._oracle_n
+        n, side = self._oracle_n, self.side
         self.pipe.put(self.view.oracle(n, question, None, user))
 
         async def ask() -> None:
             try:
-                answer = await self.oracle.ask(question)
+                answer = await side.ask_oracle(question)
             except Exception as exc:  # a side question must never hurt the run
                 answer = f"(the oracle failed: {type(exc).__name__}: {exc})"
             self.pipe.put(self.view.oracle(n, question, answer, user))
 
-        task = self._loop.create_task(ask(), name=f"oracle {self.run_id}#{n}")
-        self._oracles.add(task)
-        task.add_done_callback(self._oracles.discard)
+        self._chore(ask())
         return IntentResult(True, "Asked the oracle; its answer will appear in the thread.", self.run_id)

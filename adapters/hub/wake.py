@@ -42,6 +42,8 @@ async def recover(hub: Hub) -> list[str]:
     for record in hub.store.list_runs():
         if record.status not in (*LIVE_STATUSES, "parked") or record.run_id in hub.live:
             continue
+        if hub.transport.remote and _follow_again(hub, record):
+            continue  # it never stopped: it is on a worker
         if record.status == "parked" and _bring_back_parked(hub, record):
             continue
         hub.store.set_run_status(record.run_id, "died")
@@ -51,6 +53,16 @@ async def recover(hub: Hub) -> list[str]:
         except Exception as exc:  # one unreachable thread must not stop the others being reported
             log.warning("could not report run %s: %r", record.run_id, exc)
     return died
+
+
+def _follow_again(hub: Hub, record: RunRecord) -> bool:
+    """This front restarted but the run is on a worker: show it again from where the front stopped reading."""
+    try:
+        hub.launch(record, waking=True, attach=True)
+    except Exception as exc:
+        log.warning("run %s could not be followed again: %r", record.run_id, exc)
+        return False
+    return True
 
 
 def _bring_back_parked(hub: Hub, record: RunRecord) -> bool:

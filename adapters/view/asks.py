@@ -49,6 +49,7 @@ class AskCard:
     where: str = ""  # the place it was settled from ("Slack", "the web page"), when the run shows in several
     kind: str = ""  # "" = the agent's question; "budget" = the run's cost cap was reached
     facts: dict[str, Any] = field(default_factory=dict)  # a budget card's figures: spent, aside, total, cap
+    asked_at: float | None = None  # wall-clock time the channel asked it (from the event), when known
 
 
     @property

@@ -294,6 +294,8 @@ class RunView:
             card.kind = str(p["kind"])
             card.facts = {k: p[k] for k in ("spent", "aside", "total", "cap", "step") if k in p}
         card.ask_id, card.state = ask_id, state
+        if state == "asked" and isinstance(p.get("asked_at"), int | float):
+            card.asked_at = float(p["asked_at"])
         card.remaining = int(_num(p.get("remaining", -1)))
         if state == "asked":
             self._cards[card_id] = card

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -70,7 +71,8 @@ def run_json(web_: WebFrontend, r: RunRecord) -> dict[str, Any]:
     page = web_.page_thread(r)
     return {"id": r.run_id, "task": r.task, "status": r.status, "owner": r.owner, "platform": r.thread.platform,
             "thread": str(r.thread), "page_thread": str(page) if page is not None else None,
-            "created_at": r.created_at, "updated_at": r.updated_at, "live": r.run_id in web_.hub.live}
+            "created_at": r.created_at, "updated_at": r.updated_at, "live": r.run_id in web_.hub.live,
+            "worker": web_.hub.holder(r.run_id)}
 
 
 @web.middleware
@@ -199,12 +201,11 @@ async def asks(request: web.Request) -> web.Response:
         listed = [{"id": c.card_id, "question": c.question, "options": c.options, "waited_s": None}
                   for c in CardLedger(record.run_dir).open_cards()]
         return web.json_response(listed)
-    pending = {a.id: a for a in live.channel.pending()} if live.channel is not None else {}
     listed = []
     for card in live.view.open_cards():
-        ask = pending.get(card.ask_id)
+        waited = round(max(0.0, time.time() - card.asked_at), 1) if card.asked_at is not None else None
         listed.append({"id": card.card_id, "question": card.question, "options": card.options,
-                       "waited_s": ask.waited_s if ask is not None else None})
+                       "waited_s": waited})
     return web.json_response(listed)
 
 

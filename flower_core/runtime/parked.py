@@ -70,6 +70,31 @@ def open_call(entries: list[dict[str, Any]], call_id: str) -> dict[str, Any] | N
     return None if any(e.get("type") in _MESSAGES for e in after) else entry
 
 
+def last_open_call(entries: list[dict[str, Any]], tool: str) -> tuple[str, dict[str, Any], float] | None:
+    """(call id, input, asked at) when the session's last turn is the assistant's one call to ``tool``,
+    unanswered: what a process that died while its question waited leaves in the store."""
+    tail: list[dict[str, Any]] = []
+    for entry in reversed(entries):
+        if entry.get("isSidechain") or entry.get("type") not in _MESSAGES:
+            continue
+        if entry.get("type") == "user":
+            break
+        tail.append(entry)
+    calls = [b for e in tail for b in _content(e) if isinstance(b, dict) and b.get("type") == "tool_use"]
+    if len(calls) != 1 or calls[0].get("name") != tool or not isinstance(calls[0].get("id"), str):
+        return None
+    args = calls[0].get("input")
+    call_id = calls[0]["id"]
+    if open_call(entries, call_id) is None:
+        return None
+    stamp = next((e.get("timestamp") for e in tail if isinstance(e.get("timestamp"), str)), None)
+    try:
+        asked_at = datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() if stamp else 0.0
+    except ValueError:
+        asked_at = 0.0
+    return call_id, args if isinstance(args, dict) else {}, asked_at
+
+
 def result_entry(call: Mapping[str, Any], call_id: str, text: str, *, is_error: bool = False,
                  now: float | None = None) -> dict[str, Any]:
     """The user entry that answers ``call_id`` with ``text``, shaped like the CLI's own for an MCP result."""

@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any, cast
 from flower_core.events import Event
 from flower_core.runtime.attempt import Outcome
 from flower_core.runtime.handoff import interrupt_prompt
-from flower_core.runtime.parked import ParkRecord, ParkRecords, call_entry, continue_env, open_call, result_entry
+from flower_core.runtime.parked import (
+    ParkRecord,
+    ParkRecords,
+    call_entry,
+    continue_env,
+    last_open_call,
+    open_call,
+    result_entry,
+)
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry
@@ -57,6 +65,9 @@ class ParkPolicy:
     after_s: float | None = None
     allow: Callable[[], bool] | None = None
     note: str = RESUME_NOTE
+    # Also pick up a question whose process died before it parked (a worker killed while the question
+    # waited): a resumed session that ends on the channel's open ask call is restored as if parked.
+    adopt: bool = False
 
     def __post_init__(self) -> None:
         if self.after_s is not None and self.after_s < 0:
@@ -230,6 +241,8 @@ class Parking:
     async def _restore(self, resume: str, fork: bool, state: RunState, channel: Any) -> tuple[ParkRecord, Any] | None:
         """Resuming a session parked by an earlier process: ask its question again, parked from the start."""
         record = None if fork else self.records.load(resume)
+        if record is None and not fork and self.policy.adopt:
+            record = await self._adopt(resume, state, channel)
         if record is None:
             return None
         if await self._open_call(resume, record.call_id) is None:
@@ -240,6 +253,22 @@ class Parking:
         record.mail = []
         self._emit(state, _event(PARKED, record, ask.id, restored=True))
         return record, ask
+
+    async def _adopt(self, sid: str, state: RunState, channel: Any) -> ParkRecord | None:
+        """A record for a session that ends on the channel's ask call and nothing else (None otherwise)."""
+        try:
+            entries = [dict(e) for e in await self.store.load(self._key(sid)) or []]
+        except Exception:
+            return None
+        found = last_open_call(entries, channel.tool_name)
+        if found is None:
+            return None
+        call_id, args, asked_at = found
+        question = args.get("question")
+        if not isinstance(question, str) or not question.strip():
+            return None
+        options = [str(o) for o in args.get("options") or [] if isinstance(o, str | int | float)]
+        return ParkRecord(sid, call_id, state.result.step, question, options, asked_at or time.time())
 
     # -- waiting and answering ------------------------------------------------------------------------
     async def _wait(self, record: ParkRecord, ask: Any, state: RunState, channel: Any) -> tuple[str, bool]:

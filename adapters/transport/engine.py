@@ -1,0 +1,154 @@
+"""RunEngine: the run side of one run in this process — its workflow task, runtime, channel and oracle.
+
+It drives a RunSink: every event of the workflow and of its question channel (the oracle sees them
+first), each finished step, and at the end a RunEnd. `EngineKit` is how a process builds engines
+from RunPlans: the same code runs runs in `flower-bot` (local.py) and in `flower-worker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.hop import hop
+from adapters.transport.base import RunEnd, RunSink
+from adapters.transport.plan import RunFactory, RunPlan, default_factory
+from flower_core import Event, Oracle, ParkPolicy, Runtime, Workflow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EngineKit:
+    """What building a run's engine takes besides its plan."""
+
+    factory: RunFactory = default_factory
+    env: Mapping[str, str] | None = None
+    runtime_options: Mapping[str, Any] = field(default_factory=dict)
+    park_after_s: float | None = None
+    may_park: Callable[[], bool] | None = None
+    oracle: bool = True
+    adopt: bool = False  # restore a question whose process died before it parked (workers: see ParkPolicy)
+
+    def build(self, run_id: str, plan: RunPlan, sink: RunSink) -> RunEngine:
+        workflow = self.factory(plan)
+        park = ParkPolicy(self.park_after_s, allow=self.may_park, adopt=self.adopt)
+        options = {"park": park, **self.runtime_options}
+        env = dict(self.env) if self.env is not None else None
+        runtime = Runtime(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench, env=env,
+                          **options)
+        oracle = Oracle(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench, env=env,
+                        budget=workflow.budget) if self.oracle else None
+        return RunEngine(run_id, workflow, runtime, sink, oracle=oracle)
+
+
+class RunEngine:
+    """One run going in this process. Its intents are coroutines to match the RunSide protocol."""
+
+    holder = ""
+
+    def __init__(self, run_id: str, workflow: Workflow, runtime: Any, sink: RunSink, *, oracle: Any = None) -> None:
+        self.run_id = run_id
+        self.workflow, self.runtime, self.oracle, self.sink = workflow, runtime, oracle, sink
+        self.channel = workflow.channel
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_reason = ""
+        self._oracles: set[asyncio.Task[str]] = set()
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        if self.channel is not None and getattr(self.channel, "on_event", None) is None:
+            self.channel.on_event = self.on_event
+        self._task = self._loop.create_task(self._main(), name=f"run {self.run_id}")
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        return self._task
+
+    @property
+    def stop_reason(self) -> str:
+        return self._stop_reason
+
+    def on_event(self, ev: Event) -> None:
+        """The workflow's and the channel's sink (any thread). Never blocks, never raises."""
+        try:
+            if hop(self._loop, self.on_event, ev):
+                return
+            p = ev.payload if isinstance(ev.payload, dict) else {}
+            if (self._stop_reason == "shutdown" and ev.kind == "ask" and p.get("kind") != "mail"
+                    and p.get("state") == "cancelled"):
+                return  # this process is going away: the card stays open, answerable after the restart
+            if self.oracle is not None:
+                with contextlib.suppress(Exception):
+                    self.oracle.observe(ev)
+            self.sink.on_event(ev)
+        except Exception as exc:
+            log.warning("run %s: event %s not passed on: %r", self.run_id, ev.kind, exc)
+
+    def _on_step(self, step: Any, result: Any) -> None:
+        self.sink.step_done(str(getattr(step, "name", "")))
+
+    async def _main(self) -> None:
+        state, failed_at, error, text = "done", "", "", ""
+        try:
+            ctx = await self.workflow.run(self.runtime, on_event=self.on_event, on_step=self._on_step)
+            failed_at = str(ctx.get("_failed_at") or "")
+            results = self.workflow.results
+            if failed_at:
+                state = "failed"
+                failed = results.get(failed_at)
+                error = str(getattr(failed, "error", "") or "the step did not pass")
+                text = str(getattr(failed, "text", "") or "")
+            elif results:
+                text = str(getattr(list(results.values())[-1], "text", "") or "")
+        except asyncio.CancelledError:
+            state = "died" if self._stop_reason == "shutdown" else "stopped"
+        except Exception as exc:  # the workflow itself broke: report it, keep the process alive
+            log.exception("run %s crashed", self.run_id)
+            state, error = "failed", f"{type(exc).__name__}: {exc}"
+        try:
+            if self._oracles:
+                await asyncio.gather(*self._oracles, return_exceptions=True)
+            cost = float(self.runtime.total_cost() or 0.0)
+            end = RunEnd(state, text=text, failed_at=failed_at, error=error, cost_usd=cost,
+                         steps=len(self.workflow.results))
+        finally:
+            for closer in (getattr(self.oracle, "close", None), getattr(self.runtime, "close", None)):
+                if closer is not None:
+                    with contextlib.suppress(Exception):
+                        closer()
+        await self.sink.ended(end)
+
+    # ---- intents -------------------------------------------------------------------------------
+    def cancel(self, reason: str) -> bool:
+        if self._task is None or self._task.done():
+            return False
+        self._stop_reason = reason
+        self._task.cancel()
+        return True
+
+    async def answer(self, ask_id: str, text: str) -> bool:
+        return self.channel is not None and bool(self.channel.answer(ask_id, text))
+
+    async def decline(self, ask_id: str, reason: str) -> bool:
+        return self.channel is not None and bool(self.channel.decline(ask_id, reason))
+
+    async def send(self, text: str) -> str | None:
+        mail = self.channel.send(text) if self.channel is not None else None
+        return None if mail is None else str(mail.id)
+
+    async def interrupt(self, text: str) -> bool:
+        return bool(self.runtime.interrupt(text))
+
+    async def ask_oracle(self, question: str) -> str:
+        if self.oracle is None:
+            raise LookupError("this run has no oracle")
+        task: asyncio.Task[str] = asyncio.ensure_future(self.oracle.ask(question))
+        self._oracles.add(task)
+        task.add_done_callback(self._oracles.discard)
+        return await task

@@ -1,0 +1,57 @@
+"""RunPlan: everything the run side needs to build a run's Workflow (or its wake), and nothing of chat.
+
+It crosses process boundaries in Redis mode, so it is plain data with a JSON form.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from flower_core import Workflow, starter_flow
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run factory is given to build the Workflow of a run (or of its wake)."""
+
+    task: str
+    workspace: Path
+    run_dir: Path
+    waking: bool = False
+    remark: str = ""
+    timeout_s: float | None = 1800.0
+    max_asks: int | None = None
+    budget_usd: float | None = None
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["workspace"], data["run_dir"] = str(self.workspace), str(self.run_dir)
+        return json.dumps(data, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunPlan:
+        data: dict[str, Any] = json.loads(text)
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["workspace"], known["run_dir"] = Path(known["workspace"]), Path(known["run_dir"])
+        return cls(**known)
+
+
+RunFactory = Callable[[RunPlan], Workflow]
+
+
+def default_factory(plan: RunPlan) -> Workflow:
+    """starter_flow; on a wake, continue from the frozen brief, or from the task if none was frozen.
+
+    ``plan.budget_usd`` becomes the workflow's cost cap (a budget of 0 raises: the run is refused)."""
+    kw: dict[str, Any] = {"workspace": plan.workspace, "run_dir": plan.run_dir, "timeout_s": plan.timeout_s,
+                          "max_asks": plan.max_asks, "budget_usd": plan.budget_usd}
+    if plan.waking:
+        try:
+            return starter_flow(plan.remark, **kw)
+        except ValueError:
+            pass  # nothing frozen yet: the same task again; lineage resumes the step that was cut off
+    return starter_flow(plan.task, **kw)
