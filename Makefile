@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo terminal-demo test lint types pytest chromium bench clean
+.PHONY: demo terminal-demo test lint types pytest chromium redis bench clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 2; }
@@ -26,7 +26,7 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) chromium
+pytest: $(STAMP) chromium redis
 	$(BIN)/python -m pytest -q
 
 # The web page's browser test drives Debian's headless Chromium; install it where apt-get can.
@@ -34,6 +34,13 @@ chromium:
 	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then \
 		{ apt-get update -q && apt-get install -y chromium chromium-driver; } || \
 		echo "could not install chromium (not root?): the browser test will be skipped"; fi
+
+# The Redis store's tests start their own redis-server on a loopback port (tests/redis_support.py); only the
+# binary is needed. No service is started or relied on (containers here have no systemd).
+redis:
+	@if [ ! -x /usr/bin/redis-server ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get update -q && apt-get install -y --no-install-recommends redis-server; } || \
+		echo "could not install redis-server (not root?): the Redis store tests will fail"; fi
 
 test: lint types pytest
 

@@ -22,9 +22,13 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from bots.config import FLOWS, SURFACES, BotConfig, ConfigError, load_config
 from bots.frontend import Frontend
+
+if TYPE_CHECKING:
+    from adapters.transport import Transport
 
 EXIT_OK, EXIT_CONFIG = 0, 2
 log = logging.getLogger("flower.bot")
@@ -49,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--asks", type=int, default=None, metavar="N", help="question quota per run (default: none)")
     p.add_argument("--budget", type=float, default=None, metavar="USD", help="default cost cap per run")
     p.add_argument("--demo", action="store_true", help="use the offline demo model even with credentials")
+    p.add_argument("--redis", default=None, metavar="URL",
+                   help="chat front only: hand runs to flower-worker processes over Redis (or FLOWER_REDIS_URL)")
     p.add_argument("--scenario", default=None, help=argparse.SUPPRESS)  # the demo model's script (tests)
     p.add_argument("--host", default=None, help="web page address (default 127.0.0.1; elsewhere needs a token)")
     p.add_argument("--port", default=None, help="web page port (default 8470)")
@@ -96,7 +102,7 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
     frontends = build_frontends(cfg)  # before anything starts: bad configuration costs nothing
     cfg.root.mkdir(parents=True, exist_ok=True)
     store = SQLiteStateStore(cfg.root / "bot-state.db")
-    model = Model(cfg)
+    model = Model(cfg, remote=cfg.redis_url is not None)
     stop = stop or asyncio.Event()
     started: list[Frontend] = []
     hub: Hub | None = None
@@ -109,7 +115,9 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
                   factory=flow_factory(cfg.flow), env=model.env, max_runs=cfg.max_runs, timeout_s=cfg.timeout_s,
                   max_asks=cfg.max_asks, budget_usd=cfg.budget_usd, dm_after_s=cfg.dm_after_s,
                   park_after_s=cfg.park_after_s, max_parked=cfg.max_parked,
-                  budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels if c.max_budget_usd is not None})
+                  budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels if c.max_budget_usd is not None},
+                  transport=_transport(cfg))
+        await hub.open()
         for f in frontends:
             f.attach(hub)
         for f in frontends:
@@ -127,7 +135,8 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
         if ready is not None:
             ready.set()
         await stop.wait()
-        log.info("shutting down: live runs stop now and can be woken by the next process")
+        log.info("shutting down: %s", "runs go on on their workers" if cfg.redis_url else
+                 "live runs stop now and can be woken by the next process")
         return EXIT_OK
     finally:
         if hub is not None:
@@ -140,6 +149,15 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
                 log.warning("front end %s did not stop cleanly: %r", f.name, exc)
         await model.stop()
         store.close()
+
+
+def _transport(cfg: BotConfig) -> Transport | None:
+    """Redis when configured (this process is then the chat front only), else runs stay in this process."""
+    if cfg.redis_url is None:
+        return None
+    from adapters.transport.redis_front import RedisTransport
+
+    return RedisTransport(cfg.redis_url)
 
 
 def _install_signals(stop: asyncio.Event) -> None:

@@ -11,6 +11,7 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     max_asks = 10                # omit for no quota
     budget_usd = 5.0             # omit for no cap
     dm_after_s = 60              # a question waiting this long goes to the run's owner as a DM; 0 = at once
+    redis = "redis://h:6379/0"   # FLOWER_REDIS_URL, --redis: runs go to flower-worker processes (see README)
 
     [surfaces]                   # which front ends `flower-bot` runs when none is named
     web = true
@@ -34,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FLOWS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "load_config"]
+__all__ = ["FLOWS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "load_config", "redis_url"]
 
 SURFACES = ("web", "slack", "discord")
 FLOWS = ("starter", "single")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked",
-             "dm_after_s"}
+             "dm_after_s", "redis"}
 _CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd"}
 
 
@@ -69,6 +70,7 @@ class BotConfig:
     park_after_s: float | None = 120.0
     max_parked: int = 1000
     dm_after_s: float | None = 60.0
+    redis_url: str | None = None  # set: this process is the chat front only; workers hold the runs
     demo: bool = False
     demo_scenario: str = "demo"
     verbose: bool = False
@@ -110,6 +112,8 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         park_after_s=_optional(None, bot, "park_after_s", float, low=0.0, default=120.0),
         max_parked=_pick(None, bot, "max_parked", int, 1000, low=0),
         dm_after_s=_pick(None, bot, "dm_after_s", float, 60.0, low=0.0),
+        redis_url=redis_url(getattr(args, "redis", None) or env.get("FLOWER_REDIS_URL")
+                            or _typed(bot, "redis", str, None)),
         demo=bool(args.demo),
         demo_scenario=getattr(args, "scenario", None) or "demo",
         verbose=bool(args.verbose),
@@ -121,6 +125,15 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         tables=tables,
     )
     return cfg
+
+
+def redis_url(value: str | None) -> str | None:
+    """A Redis URL as redis-py takes it, or None; anything else is a ConfigError."""
+    if not value:
+        return None
+    if not value.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"redis: expected redis://host:port/db (or rediss://, unix://), got {value.split('@')[-1]!r}")
+    return value
 
 
 # ---- pieces --------------------------------------------------------------------------------------

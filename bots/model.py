@@ -22,14 +22,17 @@ __all__ = ["Model"]
 
 
 class Model:
-    def __init__(self, cfg: BotConfig) -> None:
-        self.cfg = cfg
-        self.demo = cfg.demo or not has_credentials(cfg.env)
+    def __init__(self, cfg: BotConfig, *, remote: bool = False) -> None:
+        """`remote`: runs go to workers (Redis), which pick their own model; this process needs none."""
+        self.cfg, self.remote = cfg, remote
+        self.demo = not remote and (cfg.demo or not has_credentials(cfg.env))
         self.env: dict[str, str] | None = None  # None: the CLI inherits this process's environment
         self._double: ModelDouble | None = None
 
     @property
     def label(self) -> str:
+        if self.remote:
+            return "chosen by each flower-worker (runs go over Redis)"
         if self.demo:
             return "offline demo (model double, no API key; nothing leaves 127.0.0.1)"
         return "the real model (credentials from the environment)"

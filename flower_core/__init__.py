@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "classify": "flower_core.runtime",
     "default_window": "flower_core.runtime",
     "SQLiteSessionStore": "flower_core.session_store",
+    "RedisSessionStore": "flower_core.redis_store",
     "Manifest": "flower_core.manifest",
     "Step": "flower_core.workflow",
     "Workflow": "flower_core.workflow",
@@ -47,10 +48,10 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "EVENT_KINDS", "AgentSpec", "Ask", "Budget", "BudgetError", "Event", "EventKind", "HandoffPolicy",
-    "HumanChannel", "Lineage", "Mail", "Manifest", "ModelDouble", "Oracle", "ParkPolicy", "Resilience", "Runtime",
-    "SQLiteSessionStore", "Step", "StepAbort", "StepResult", "Workbench", "Workflow", "build_options", "classify",
-    "cli_env", "default_window", "has_credentials", "json_safe", "load_scenario", "normalize", "resolve_env",
-    "starter_flow",
+    "HumanChannel", "Lineage", "Mail", "Manifest", "ModelDouble", "Oracle", "ParkPolicy", "RedisSessionStore",
+    "Resilience", "Runtime", "SQLiteSessionStore", "Step", "StepAbort", "StepResult", "Workbench", "Workflow",
+    "build_options", "classify", "cli_env", "default_window", "has_credentials", "json_safe", "load_scenario",
+    "normalize", "resolve_env", "starter_flow",
 ]
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from flower_core.lineage import Lineage
     from flower_core.manifest import Manifest
     from flower_core.oracle import Oracle
+    from flower_core.redis_store import RedisSessionStore
     from flower_core.runtime import HandoffPolicy, Resilience, Runtime, StepResult, classify, default_window
     from flower_core.runtime.budget import Budget, BudgetError
     from flower_core.runtime.parking import ParkPolicy

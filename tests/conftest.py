@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
+from tests.redis_support import RedisServer, redis_server_binary
 
 
 def scenario_of(*conversations: dict[str, Any], name: str = "test") -> Scenario:
@@ -37,3 +38,15 @@ async def double_factory() -> AsyncIterator[Callable[..., Any]]:
     yield start
     for md in started:
         await md.stop()
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own on a free loopback port, stopped at teardown."""
+    if redis_server_binary() is None:
+        pytest.fail("redis-server is not installed; `make test` installs it (Debian package redis-server)")
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        yield server
+    finally:
+        server.cleanup()

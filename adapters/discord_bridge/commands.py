@@ -145,7 +145,9 @@ class FlowerCommands(app_commands.Group):
             if not runs:
                 await reply.say("No runs in this channel yet. Start one with `/flower run`.")
                 return
-            lines = [f"• `{r.run_id}` {r.status} <#{r.thread.thread}> — {fmt.one_line(r.task, 70)}" for r in runs]
+            hub = self.ctx.hub
+            lines = [f"• `{r.run_id}` {r.status} <#{r.thread.thread}> — {fmt.one_line(r.task, 70)}"
+                     + (f" (worker {w})" if (w := hub.holder(r.run_id)) else "") for r in runs]
             await reply.say("Runs in this channel, newest first:\n" + "\n".join(lines))
 
     @app_commands.command(name="follow", description="Show a run going elsewhere in a new thread here")

@@ -254,7 +254,7 @@ class Hub:
         if run_id is None and thread is not None:
             run_id = self.run_in(thread)
         return status_report(self.live, self.store, run_id, running=self.running(), parked=self.parked(),
-                             max_runs=self.max_runs, max_parked=self.max_parked)
+                             max_runs=None if self.transport.remote else self.max_runs, max_parked=self.max_parked)
 
     async def handle_action(self, action_id: str, user: str, *, delivery_id: str | None = None,
                             text: str | None = None, where: ThreadRef | None = None) -> IntentResult:
@@ -308,10 +308,10 @@ class Hub:
         await self.transport.start()
 
     def launch(self, record: RunRecord, *, waking: bool, remark: str = "", attach: bool = False,
-               after: LiveRun | None = None) -> LiveRun:
+               after: LiveRun | None = None, restoring: bool = False) -> LiveRun:
         """Show a run in its threads and start its run side through the transport (used by start and
         wake); `attach`: the run side is already going on a worker (a takeover, or this front restarted);
-        `after`: the LiveRun that showed it until a takeover."""
+        `after`: the LiveRun that showed it until a takeover; `restoring`: its steps so far pass quietly."""
         opts = RunOptions.load(Path(record.run_dir))
         plan = RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
                        timeout_s=self.timeout_s if opts.timeout_s is None else opts.timeout_s,
@@ -328,7 +328,8 @@ class Hub:
         observers: list[Callable[[Event], object]] = [partial(tap, record.run_id) for tap in self.taps]
         live = LiveRun(record, RunPipe(view, fanout, observers=observers), store=self.store, waking=waking,
                        has_oracle=self.use_oracle, clock=self.clock, on_end=self._ended, on_ask=self._on_ask,
-                       on_handover=self._handed_over, ledger=after.ledger if after is not None else None)
+                       on_handover=self._handed_over, ledger=after.ledger if after is not None else None,
+                       restoring=restoring)
         side = self.transport.launch(record.run_id, plan, live, attach=attach)  # raises: nothing was shown
         self.live[record.run_id] = live
         live.start(side)

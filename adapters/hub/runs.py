@@ -104,7 +104,7 @@ class LiveRun:
                  on_end: Callable[[LiveRun], object] | None = None,
                  on_ask: Callable[[LiveRun, str, str], object] | None = None,
                  on_handover: Callable[[LiveRun, str, str], object] | None = None,
-                 ledger: CardLedger | None = None) -> None:
+                 ledger: CardLedger | None = None, restoring: bool = False) -> None:
         self.record, self.run_id = record, record.run_id
         self.pipe = pipe
         self.view = pipe.view
@@ -127,7 +127,8 @@ class LiveRun:
         self._status = record.status
         self._reused: set[str] = set()
         # A parked run brought back after a restart: its woken steps pass quietly until it parks again.
-        self._restoring = record.status == "parked"
+        # So is a run this front follows again after its own restart (a worker replays where it is).
+        self._restoring = restoring or record.status == "parked"
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def start(self, side: RunSide) -> None:

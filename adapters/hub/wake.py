@@ -58,7 +58,7 @@ async def recover(hub: Hub) -> list[str]:
 def _follow_again(hub: Hub, record: RunRecord) -> bool:
     """This front restarted but the run is on a worker: show it again from where the front stopped reading."""
     try:
-        hub.launch(record, waking=True, attach=True)
+        hub.launch(record, waking=True, attach=True, restoring=True)
     except Exception as exc:
         log.warning("run %s could not be followed again: %r", record.run_id, exc)
         return False

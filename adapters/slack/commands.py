@@ -128,7 +128,8 @@ def _line(bridge: SlackBridge, r: RunRecord) -> str:
     live = bridge.hub.live.get(r.run_id)
     state = live.view.status_card.state if live is not None else r.status
     return (f"• `{r.run_id}` in <#{r.thread.channel}> — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
-            f"(started by {mrkdwn_escape(bridge.hub.people.display(r.owner))})")
+            f"(started by {mrkdwn_escape(bridge.hub.people.display(r.owner))})"
+            + (f" · worker `{mrkdwn_escape(w)}`" if (w := bridge.hub.holder(r.run_id)) else ""))
 
 
 def _status(bridge: SlackBridge, channel: str) -> str:

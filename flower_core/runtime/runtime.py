@@ -68,7 +68,8 @@ class Runtime:
                  resilience: Resilience | bool = True, handoff: HandoffPolicy | bool = True,
                  env: Mapping[str, str] | None = None, window: int | None = None,
                  max_generations: int | None = None, on_session: Callable[[str], None] | None = None,
-                 budget: Budget | float | None = None, park: ParkPolicy | float | None = None) -> None:
+                 budget: Budget | float | None = None, park: ParkPolicy | float | None = None,
+                 session_store: Any = None) -> None:
         self.workspace = Path(workspace).expanduser().resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(run_dir).expanduser().resolve()
@@ -78,7 +79,9 @@ class Runtime:
         self.handoff = HandoffPolicy.coerce(handoff, window=window, max_generations=max_generations)
         self.env: dict[str, str] | None = dict(env) if env is not None else None
         self.on_session = on_session
-        self.store = SQLiteSessionStore(self.run_dir / "sessions.db")
+        # A caller's store (e.g. RedisSessionStore shared by workers) stays the caller's: close() leaves it open.
+        self._owns_store = session_store is None
+        self.store: Any = SQLiteSessionStore(self.run_dir / "sessions.db") if session_store is None else session_store
         self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.manifest = Manifest(self.manifest_path, self.run_id)
         self.results: list[StepResult] = []
@@ -120,7 +123,8 @@ class Runtime:
         return bool(self._active)
 
     def close(self) -> None:
-        self.store.close()
+        if self._owns_store:
+            self.store.close()
 
     def interrupt(self, text: str = "") -> bool:
         """Interrupt the running step(s) from any thread; False when nothing is running.

@@ -1,0 +1,56 @@
+"""One way to open Redis for the transport: reconnecting, with backoff, so a Redis restart is a pause.
+
+redis-py's own Retry re-sends a command after a dropped connection; that can repeat a write whose
+reply was lost, which is why every message we write carries an id the reader deduplicates on
+(`seq` for run messages, `iid` for intents).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from redis.asyncio import Redis
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+DOWN = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+def connect(url: str) -> Redis:
+    return Redis.from_url(url, decode_responses=True,
+                          retry=Retry(ExponentialBackoff(cap=0.5, base=0.02), retries=8),
+                          retry_on_error=[RedisConnectionError, RedisTimeoutError], health_check_interval=10)
+
+
+async def ensure_group(r: Redis, stream: str, group: str) -> None:
+    """Create the consumer group (and the stream) unless it exists."""
+    try:
+        await r.xgroup_create(stream, group, id="0", mkstream=True)
+    except ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+async def persist(what: str, call: Callable[[], Awaitable[T]], *, stopping: Callable[[], bool] = lambda: False,
+                  cap_s: float = 2.0) -> T:
+    """Call until Redis answers (a restart, a network blip): writes that must not be lost wait instead.
+    Raises CancelledError when cancelled, and the last error once `stopping()` says so."""
+    delay = 0.05
+    while True:
+        try:
+            return await call()
+        except DOWN as exc:
+            if stopping():
+                raise
+            log.warning("redis unavailable (%s): %r; retrying in %.2fs", what, exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(cap_s, delay * 2)

@@ -1,0 +1,273 @@
+"""RedisTransport: the chat side's end of scale-out — runs are handed to `flower-worker`s over Redis.
+
+- `launch` puts one entry on the work stream; whichever worker has room takes it (redis_worker.py).
+- One reader follows the events stream (consumer group `front`, acked after dispatch, so a front
+  restart goes on from where it stopped) and calls each run's sink on this loop. A message from a
+  newer holder of a run means the run was taken over: the sink is told (`handed_over`) and the hub
+  shows the run afresh before the message is passed on.
+- Intents are entries on the run's own intent stream, read in order by whoever holds the run; those
+  that need a reply wait for it on a list (BLPOP). When the holder is gone (its heartbeat expired)
+  or does not reply in time, the caller gets `Undelivered` and the intent stays in the stream:
+  mail, interrupts and stops reach the next holder; answers are meant for one holder only (the
+  chat side keeps them on their card until the question is asked again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.transport import wire
+from adapters.transport.base import RunEnd, RunSink, Undelivered
+from adapters.transport.plan import RunPlan
+from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist
+
+log = logging.getLogger(__name__)
+
+BLOCK_MS = 2000  # blocking reads return this often (well under the client's 5 s socket timeout)
+ORPHANS_KEPT = 2000  # messages kept per run nobody follows yet (the front is attaching after a restart)
+
+
+@dataclass
+class Follow:
+    """What the front knows of one run it shows."""
+
+    sink: RunSink
+    gen: int | None = None  # the holder its messages come from (None: take the first one seen)
+    holder: str = ""
+    seq: int = -1
+
+
+class RedisTransport:
+    name = "redis"
+    remote = True
+
+    def __init__(self, url: str, *, prefix: str = "flower", reply_timeout_s: float = 10.0,
+                 oracle_timeout_s: float = 600.0, consumer: str = "front") -> None:
+        self.url, self.keys = url, wire.Keys(prefix)
+        self.reply_timeout_s, self.oracle_timeout_s = reply_timeout_s, oracle_timeout_s
+        self.consumer = consumer
+        self.runs: dict[str, Follow] = {}
+        self.redis: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self._orphans: dict[str, deque[dict[str, str]]] = defaultdict(lambda: deque(maxlen=ORPHANS_KEPT))
+        self._handing = ""  # the run being handed over right now (its new sink needs no replay)
+        self.gaps = 0  # messages missing in a run's sequence (a lost write would show here)
+        self._closing = False
+        self._bg: set[asyncio.Task[Any]] = set()
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.redis = connect(self.url)
+        await persist("setup", lambda: ensure_group(self.redis, self.keys.events, wire.FRONT_GROUP))
+        await persist("setup", lambda: ensure_group(self.redis, self.keys.work, wire.WORK_GROUP))
+        self._reader = asyncio.create_task(self._read(), name="redis events reader")
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._bg:
+            await asyncio.gather(*self._bg, return_exceptions=True)
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        if self.redis is not None:
+            await self.redis.aclose()
+
+    def holders(self) -> dict[str, str]:
+        return {run_id: f.holder for run_id, f in self.runs.items()}
+
+    async def workers(self) -> dict[str, dict[str, Any]]:
+        """The live workers and what their heartbeats say (runs held, limit, host)."""
+        found: dict[str, dict[str, Any]] = {}
+        async for key in self.redis.scan_iter(match=self.keys.workers(), count=200):
+            raw = await self.redis.get(key)
+            with contextlib.suppress(TypeError, ValueError):
+                found[str(key).rsplit(":", 1)[-1]] = json.loads(raw)
+        return found
+
+    # ---- runs -----------------------------------------------------------------------------------
+    def launch(self, run_id: str, plan: RunPlan, sink: RunSink, *, attach: bool = False) -> RedisRun:
+        self.runs[run_id] = Follow(sink)
+        if not attach:
+            fields = {"run": run_id, "plan": plan.to_json()}
+            self._background(persist("submit run", lambda: self.redis.xadd(self.keys.work, fields)))
+        elif run_id != self._handing:  # this front (re)starts following a run going on a worker
+            held = self._orphans.pop(run_id, None)  # messages that came while nobody followed it
+            if held:
+                asyncio.get_running_loop().call_soon(lambda: [self._dispatch(f) for f in held])
+            self.tell(run_id, "sync")  # and where it is now: its step, its open questions
+        return RedisRun(self, run_id)
+
+    def _background(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._bg.add(task)
+        task.add_done_callback(self._bg.discard)
+
+    # ---- events in ------------------------------------------------------------------------------
+    async def _read(self) -> None:
+        backlog = True  # first what this consumer was handed before a restart and never acked
+        delay = 0.05
+        while not self._closing:
+            try:
+                got = await self.redis.xreadgroup(wire.FRONT_GROUP, self.consumer,
+                                                  {self.keys.events: "0" if backlog else ">"}, count=500,
+                                                  block=BLOCK_MS)
+                delay = 0.05
+            except DOWN as exc:
+                log.warning("events reader: redis unavailable: %r", exc)
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
+                continue
+            except Exception as exc:  # e.g. NOGROUP after Redis lost its data: make the group again
+                log.warning("events reader: %r", exc)
+                with contextlib.suppress(Exception):
+                    await ensure_group(self.redis, self.keys.events, wire.FRONT_GROUP)
+                await asyncio.sleep(delay)
+                continue
+            entries = [e for _stream, items in (got or []) for e in items]
+            if backlog and not entries:
+                backlog = False
+                continue
+            for _entry_id, fields in entries:
+                try:
+                    self._dispatch(fields)
+                except Exception as exc:  # one bad message must not stop every run's events
+                    log.warning("events reader: message dropped: %r", exc)
+            ids = [entry_id for entry_id, _ in entries]
+            if ids:
+                with contextlib.suppress(*DOWN):
+                    async with self.redis.pipeline(transaction=False) as pipe:
+                        pipe.xack(self.keys.events, wire.FRONT_GROUP, *ids)
+                        pipe.xdel(self.keys.events, *ids)
+                        await pipe.execute()
+
+    def _dispatch(self, fields: dict[str, str]) -> None:
+        run_id = wire.text(fields, "run")
+        follow = self.runs.get(run_id)
+        if follow is None:
+            self._orphans[run_id].append(fields)
+            return
+        try:
+            gen, seq = int(wire.text(fields, "gen", "0")), int(wire.text(fields, "seq", "0"))
+        except ValueError:
+            return
+        holder = wire.text(fields, "holder")
+        if follow.gen is not None and gen < follow.gen:
+            return  # a late word from a holder that was replaced
+        if follow.gen is not None and gen > follow.gen:
+            previous = follow.holder
+            self._handing = run_id
+            try:
+                follow.sink.handed_over(holder, previous)  # the hub launches a new sink for the run (attach)
+            finally:
+                self._handing = ""
+            follow = self.runs.get(run_id, follow)
+        if follow.gen != gen:
+            follow.gen, follow.seq = gen, -1
+        if seq <= follow.seq:
+            return  # a retried write
+        if seq > follow.seq + 1 and follow.seq >= 0:  # never expected: messages are written in order, acked late
+            self.gaps += 1
+            log.warning("run %s: %d message(s) from %s missing before #%d", run_id, seq - follow.seq - 1, holder, seq)
+        follow.seq, follow.holder = seq, holder
+        kind = wire.text(fields, "t")
+        if kind == "ev":
+            follow.sink.on_event(wire.event_of(fields))
+        elif kind == "step":
+            follow.sink.step_done(wire.text(fields, "name"))
+        elif kind == "end":
+            if self.runs.get(run_id) is follow:
+                del self.runs[run_id]
+            self._background(follow.sink.ended(wire.end_of(fields)))
+
+    # ---- intents out ----------------------------------------------------------------------------
+    async def call(self, run_id: str, op: str, *, for_holder: bool = False, timeout: float | None = None,
+                   **args: str) -> dict[str, Any]:
+        """Put an intent on the run's stream and wait for its reply (Undelivered: nobody will reply now)."""
+        follow = self.runs.get(run_id)
+        iid = uuid.uuid4().hex
+        fields = wire.intent_fields(op, iid, gen=follow.gen if (for_holder and follow) else None, **args)
+        await persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields, maxlen=10000,
+                                                          approximate=True))
+        holder, gen = (follow.holder, follow.gen) if follow is not None else ("", None)
+        wait = self.reply_timeout_s if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            # Waited on in slices: a holder whose heartbeat lapses, or a takeover, ends the wait early.
+            if not holder or not await persist("heartbeat", lambda: self.redis.exists(self.keys.worker(holder))):
+                raise Undelivered(f"no worker holds run {run_id} right now")
+            now = self.runs.get(run_id)
+            if now is None or now.gen != gen:
+                raise Undelivered(f"run {run_id} moved to another worker")
+            left = deadline - loop.time()
+            if left <= 0:
+                raise Undelivered(f"worker {holder} did not reply in {wait:g}s")
+            step = max(0.01, min(1.0, left))
+            got = await persist("reply", lambda s=step: self.redis.blpop(  # type: ignore[misc]
+                [self.keys.reply(iid)], timeout=s))
+            if got is not None:
+                break
+        reply = json.loads(got[1])
+        if reply.get("stale"):
+            raise Undelivered(f"run {run_id} has moved to another worker")
+        return dict(reply)
+
+    def tell(self, run_id: str, op: str, **args: str) -> None:
+        """An intent without a reply (a stop): whoever holds the run applies it, now or after a takeover."""
+        fields = wire.intent_fields(op, uuid.uuid4().hex, reply=False, **args)
+        self._background(persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields)))
+
+    def detach(self, run_id: str) -> bool:
+        """Stop following a run (this front is going away); it goes on on its worker."""
+        follow = self.runs.pop(run_id, None)
+        if follow is None:
+            return False
+        self._background(follow.sink.ended(RunEnd("died")))
+        return True
+
+
+class RedisRun:
+    """One run held by some worker, as the chat side sees it (a RunSide)."""
+
+    def __init__(self, transport: RedisTransport, run_id: str) -> None:
+        self.t, self.run_id = transport, run_id
+
+    @property
+    def holder(self) -> str:
+        follow = self.t.runs.get(self.run_id)
+        return follow.holder if follow is not None else ""
+
+    async def answer(self, ask_id: str, text: str) -> bool:
+        return bool((await self.t.call(self.run_id, "answer", for_holder=True, ask=ask_id, text=text)).get("ok"))
+
+    async def decline(self, ask_id: str, reason: str) -> bool:
+        return bool((await self.t.call(self.run_id, "decline", for_holder=True, ask=ask_id, text=reason)).get("ok"))
+
+    async def send(self, text: str) -> str | None:
+        mail = (await self.t.call(self.run_id, "send", text=text)).get("mail")
+        return None if mail is None else str(mail)
+
+    async def interrupt(self, text: str) -> bool:
+        return bool((await self.t.call(self.run_id, "interrupt", text=text)).get("in_flight"))
+
+    async def ask_oracle(self, question: str) -> str:
+        reply = await self.t.call(self.run_id, "oracle", timeout=self.t.oracle_timeout_s, text=question)
+        if "error" in reply:
+            raise RuntimeError(str(reply["error"]))
+        return str(reply.get("answer", ""))
+
+    def cancel(self, reason: str) -> bool:
+        if reason == "shutdown":
+            return self.t.detach(self.run_id)
+        if self.run_id not in self.t.runs:
+            return False
+        self.t.tell(self.run_id, "cancel")
+        return True

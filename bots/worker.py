@@ -1,0 +1,113 @@
+"""`flower-worker`: holds runs handed out by a `flower-bot --redis` front, on any machine.
+
+    flower-worker --redis redis://host:6379/0 [--max-runs 3] [--name NAME] [--flow starter|single]
+
+Every worker needs Redis, the model (credentials, else the offline demo model like the bot), and
+the same run root as the front at the same path (a shared or network filesystem across machines):
+workspaces and run records live there, session transcripts in Redis. SIGINT/SIGTERM hand the runs
+back to the other workers at once; a worker that dies is noticed when its heartbeat lapses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bots.config import FLOWS, BotConfig, ConfigError, redis_url
+
+EXIT_OK, EXIT_CONFIG = 0, 2
+log = logging.getLogger("flower.worker")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="flower-worker", description="Run the agents of a flower-bot --redis front.")
+    p.add_argument("--redis", default=None, metavar="URL", help="the front's Redis (or FLOWER_REDIS_URL)")
+    p.add_argument("--name", default=None, help="this worker's name in `runs` listings (default: host-pid)")
+    p.add_argument("--max-runs", type=int, default=3, metavar="N",
+                   help="runs with a CLI process at once on this machine (default 3; parked runs do not count)")
+    p.add_argument("--max-parked", type=int, default=1000, metavar="N", help="parked runs held at most (default 1000)")
+    p.add_argument("--park-after", type=float, default=120.0, metavar="SECONDS",
+                   help="a question waiting this long closes its run's CLI (default 120; -1 = never)")
+    p.add_argument("--root", default=None, metavar="DIR",
+                   help="where the demo model keeps its CLI settings (or FLOWER_BOT_ROOT; default ./flower-runs)")
+    p.add_argument("--flow", choices=FLOWS, default="starter", help="must match the front's --flow")
+    p.add_argument("--heartbeat", type=float, default=1.0, metavar="SECONDS", help=argparse.SUPPRESS)
+    p.add_argument("--dead-after", type=float, default=5.0, metavar="SECONDS",
+                   help="a worker silent this long is taken to be dead and its runs are claimed (default 5)")
+    p.add_argument("--prefix", default="flower", help=argparse.SUPPRESS)
+    p.add_argument("--demo", action="store_true", help="use the offline demo model even with credentials")
+    p.add_argument("--scenario", default=None, help=argparse.SUPPRESS)
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        url = redis_url(args.redis or os.environ.get("FLOWER_REDIS_URL"))
+        if url is None:
+            raise ConfigError("--redis (or FLOWER_REDIS_URL) is required: it is where the front hands out runs")
+        if args.max_runs < 1 or args.max_parked < 0 or args.dead_after <= args.heartbeat:
+            raise ConfigError("--max-runs must be ≥ 1, --max-parked ≥ 0, and --dead-after longer than the heartbeat")
+    except ConfigError as exc:
+        print(f"flower-worker: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("claude_agent_sdk", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    try:
+        return asyncio.run(work(args, url))
+    except ConfigError as exc:
+        print(f"flower-worker: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+async def work(args: argparse.Namespace, url: str, *, stop: asyncio.Event | None = None) -> int:
+    from adapters.transport.engine import EngineKit
+    from adapters.transport.redis_worker import RedisWorker
+    from bots.flows import flow_factory
+    from bots.model import Model
+    from flower_core import RedisSessionStore
+
+    root = Path(args.root or os.environ.get("FLOWER_BOT_ROOT") or "flower-runs").expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    model = Model(BotConfig(surfaces=[], root=root, demo=bool(args.demo), demo_scenario=args.scenario or "demo",
+                            env=dict(os.environ)))
+    store = RedisSessionStore(url, prefix=f"{args.prefix}:ss")  # any worker can resume any session
+    stop = stop or asyncio.Event()
+    worker: RedisWorker | None = None
+    try:
+        await model.start()
+        kit = EngineKit(factory=flow_factory(args.flow), env=model.env, runtime_options={"session_store": store},
+                        park_after_s=None if args.park_after < 0 else args.park_after)
+        worker = RedisWorker(url, kit, name=args.name, max_runs=args.max_runs, max_parked=args.max_parked,
+                             prefix=args.prefix, heartbeat_s=args.heartbeat, dead_after_s=args.dead_after)
+        await worker.start()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, stop.set)
+        log.info("flower-worker %s ready · model: %s", worker.name, model.label)
+        await stop.wait()
+        log.info("worker %s stopping: its runs go to the other workers", worker.name)
+        return EXIT_OK
+    finally:
+        if worker is not None:
+            with contextlib.suppress(Exception):
+                await worker.stop()
+        await model.stop()
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
