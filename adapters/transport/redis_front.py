@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from collections import defaultdict, deque
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ class RedisTransport:
         self._reader: asyncio.Task[None] | None = None
         self._orphans: dict[str, deque[dict[str, str]]] = defaultdict(lambda: deque(maxlen=ORPHANS_KEPT))
         self._handing = ""  # the run being handed over right now (its new sink needs no replay)
+        self.latency: deque[float] = deque(maxlen=10_000)  # seconds from a worker's write to dispatch here
         self.gaps = 0  # messages missing in a run's sequence (a lost write would show here)
         self._closing = False
         self._bg: set[asyncio.Task[Any]] = set()
@@ -177,6 +179,9 @@ class RedisTransport:
             self.gaps += 1
             log.warning("run %s: %d message(s) from %s missing before #%d", run_id, seq - follow.seq - 1, holder, seq)
         follow.seq, follow.holder = seq, holder
+        if at := wire.text(fields, "at"):
+            with contextlib.suppress(ValueError):
+                self.latency.append(time.time() - float(at))
         kind = wire.text(fields, "t")
         if kind == "ev":
             follow.sink.on_event(wire.event_of(fields))

@@ -19,6 +19,7 @@ message says which holder sent it, and an answer is only applied by the holder i
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,8 +67,8 @@ def text(fields: dict[Any, Any], name: str, default: str = "") -> str:
 def event_fields(run_id: str, gen: int, holder: str, seq: int, ev: Event) -> dict[str, str]:
     # Event.raw stays behind: adapters never read it, and it is not JSON.
     payload = json.dumps(ev.payload if isinstance(ev.payload, dict) else {}, ensure_ascii=False, default=str)
-    return {"t": "ev", "run": run_id, "gen": str(gen), "holder": holder, "seq": str(seq), "kind": ev.kind,
-            "text": ev.text, "tool": ev.tool, "payload": payload}
+    return {"t": "ev", "run": run_id, "gen": str(gen), "holder": holder, "seq": str(seq), "at": _now(),
+            "kind": ev.kind, "text": ev.text, "tool": ev.tool, "payload": payload}
 
 
 def event_of(fields: dict[Any, Any]) -> Event:
@@ -80,7 +81,8 @@ def event_of(fields: dict[Any, Any]) -> Event:
 
 
 def end_fields(run_id: str, gen: int, holder: str, seq: int, end: RunEnd) -> dict[str, str]:
-    return {"t": "end", "run": run_id, "gen": str(gen), "holder": holder, "seq": str(seq), "state": end.state,
+    return {"t": "end", "run": run_id, "gen": str(gen), "holder": holder, "seq": str(seq), "at": _now(),
+            "state": end.state,
             "text": end.text, "failed_at": end.failed_at, "error": end.error, "cost": repr(end.cost_usd),
             "steps": str(end.steps)}
 
@@ -96,7 +98,12 @@ def end_of(fields: dict[Any, Any]) -> RunEnd:
 
 def note_fields(kind: str, run_id: str, gen: int, holder: str, seq: int, **extra: str) -> dict[str, str]:
     """A step done ("step", extra name=) or a new holder saying hello ("hello", extra previous=)."""
-    return {"t": kind, "run": run_id, "gen": str(gen), "holder": holder, "seq": str(seq), **extra}
+    return {"t": kind, "run": run_id, "gen": str(gen), "holder": holder, "seq": str(seq), "at": _now(), **extra}
+
+
+def _now() -> str:
+    """Wall-clock time a message was written: the front measures how long it took to arrive."""
+    return f"{time.time():.6f}"
 
 
 # ---- chat side -> run side ----------------------------------------------------------------------
