@@ -117,7 +117,10 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
                   park_after_s=cfg.park_after_s, max_parked=cfg.max_parked,
                   budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels if c.max_budget_usd is not None},
                   transport=_transport(cfg))
-        await hub.open()
+        try:
+            await hub.open()
+        except StartRefused as exc:  # Redis is not there
+            raise ConfigError(str(exc)) from None
         for f in frontends:
             f.attach(hub)
         for f in frontends:

@@ -73,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def work(args: argparse.Namespace, url: str, *, stop: asyncio.Event | None = None) -> int:
+    from adapters.surface import StartRefused
     from adapters.transport.engine import EngineKit
     from adapters.transport.redis_worker import RedisWorker
     from bots.flows import flow_factory
@@ -92,7 +93,10 @@ async def work(args: argparse.Namespace, url: str, *, stop: asyncio.Event | None
                         park_after_s=None if args.park_after < 0 else args.park_after)
         worker = RedisWorker(url, kit, name=args.name, max_runs=args.max_runs, max_parked=args.max_parked,
                              prefix=args.prefix, heartbeat_s=args.heartbeat, dead_after_s=args.dead_after)
-        await worker.start()
+        try:
+            await worker.start()
+        except StartRefused as exc:
+            raise ConfigError(str(exc)) from None
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):

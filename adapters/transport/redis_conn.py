@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
 from redis.backoff import ExponentialBackoff
@@ -18,6 +19,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
+
+from adapters.surface import StartRefused
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +32,21 @@ def connect(url: str) -> Redis:
     return Redis.from_url(url, decode_responses=True,
                           retry=Retry(ExponentialBackoff(cap=0.5, base=0.02), retries=8),
                           retry_on_error=[RedisConnectionError, RedisTimeoutError], health_check_interval=10)
+
+
+def where(url: str) -> str:
+    """The URL without its credentials, for messages and logs."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}" if host else parts.scheme
+
+
+async def reachable(r: Redis, url: str, *, timeout_s: float = 5.0) -> None:
+    """Fail at start, in one sentence, when Redis is not there (later outages are waited out instead)."""
+    try:
+        await asyncio.wait_for(r.ping(), timeout_s)
+    except (*DOWN, TimeoutError) as exc:
+        raise StartRefused(f"cannot reach Redis at {where(url)}: {exc or type(exc).__name__}") from None
 
 
 async def ensure_group(r: Redis, stream: str, group: str) -> None:

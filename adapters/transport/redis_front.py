@@ -27,7 +27,7 @@ from typing import Any
 from adapters.transport import wire
 from adapters.transport.base import RunEnd, RunSink, Undelivered
 from adapters.transport.plan import RunPlan
-from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist
+from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist, reachable
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,7 @@ class RedisTransport:
     # ---- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         self.redis = connect(self.url)
+        await reachable(self.redis, self.url)
         await persist("setup", lambda: ensure_group(self.redis, self.keys.events, wire.FRONT_GROUP))
         await persist("setup", lambda: ensure_group(self.redis, self.keys.work, wire.WORK_GROUP))
         self._reader = asyncio.create_task(self._read(), name="redis events reader")

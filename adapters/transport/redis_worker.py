@@ -31,7 +31,7 @@ from adapters.transport import wire
 from adapters.transport.base import RunEnd
 from adapters.transport.engine import EngineKit, RunEngine
 from adapters.transport.plan import RunPlan
-from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist
+from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist, reachable
 from flower_core import Event
 
 log = logging.getLogger(__name__)
@@ -147,6 +147,7 @@ class RedisWorker:
     # ---- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         self.redis = connect(self.url)
+        await reachable(self.redis, self.url)
         await persist("setup", lambda: ensure_group(self.redis, self.keys.work, wire.WORK_GROUP))
         await persist("setup", lambda: ensure_group(self.redis, self.keys.events, wire.FRONT_GROUP))
         await self._beat()
