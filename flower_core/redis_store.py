@@ -37,7 +37,7 @@ import asyncio
 import json
 import threading
 import uuid as uuidlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, cast
 from urllib.parse import quote
 
@@ -57,7 +57,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from flower_core.events import context_of
+from flower_core.session_store import SessionLookups
 
 # About 3 s of backoff in all: enough for a supervised Redis to come back, short enough to fail visibly.
 _RETRIES = 6
@@ -213,7 +213,7 @@ class _Names:
         return f"{base}:meta", f"{base}:entries", f"{base}:uuids"
 
 
-class RedisSessionStore(SessionStore):
+class RedisSessionStore(SessionLookups, SessionStore):
     """Transcript mirror in Redis. Passes ``claude_agent_sdk.testing.run_session_store_conformance``.
 
     Entries with a ``uuid`` are idempotent per transcript; a batch that is entirely a replay does not
@@ -300,12 +300,6 @@ class RedisSessionStore(SessionStore):
                 self._async, self._async_loop = None, None
         if mine and client is not None:
             await client.aclose()
-        self.close()
-
-    def __enter__(self) -> RedisSessionStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- SessionStore protocol ------------------------------------------------------------------
@@ -415,33 +409,11 @@ class RedisSessionStore(SessionStore):
         newest = cast(list[str], client.zrevrange(self._names.where(session_id), 0, 0))
         return newest[0] if newest else None
 
-    def has_session(self, session_id: str, *, project_key: str | None = None) -> bool:
-        """Is this session's main transcript stored (under ``project_key``, or under any project)?"""
-        return self._project_of(session_id, project_key) is not None
-
-    def last_context(self, session_id: str, *, project_key: str | None = None, scan: int = 60) -> int:
-        """Context size the model saw on the session's last real turn; 0 when unknown.
-
-        Reads the usage of the newest non-synthetic, main-thread assistant entry among the last
-        ``scan`` entries of the main transcript.
-        """
-        pk = self._project_of(session_id, project_key)
-        if pk is None:
-            return 0
+    def _tail(self, project_key: str, session_id: str, scan: int) -> Iterable[Mapping[str, Any]]:
         client, _scripts = self._client()
-        _meta, listed, _uuids = self._names.transcript(pk, session_id, "")
+        _meta, listed, _uuids = self._names.transcript(project_key, session_id, "")
         rows = cast(list[str], client.lrange(listed, -max(1, scan), -1))
-        for raw in reversed(rows):
-            entry = json.loads(raw)
-            if entry.get("type") != "assistant" or entry.get("isSidechain"):
-                continue
-            message = entry.get("message")
-            if not isinstance(message, dict) or message.get("model") == "<synthetic>":
-                continue
-            size = context_of(message.get("usage"))
-            if size:
-                return size
-        return 0
+        return (json.loads(raw) for raw in reversed(rows))
 
     def truncate_after(self, session_id: str, entry_uuid: str, *, project_key: str) -> int:
         """Delete what the main transcript holds after the entry ``entry_uuid``; returns how many entries went.

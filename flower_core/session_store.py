@@ -16,10 +16,10 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Self, cast
 
 from claude_agent_sdk import SessionStore, fold_session_summary
 from claude_agent_sdk.types import (
@@ -61,7 +61,55 @@ CREATE TABLE IF NOT EXISTS summaries (
 """
 
 
-class SQLiteSessionStore(SessionStore):
+def newest_context(entries_newest_first: Iterable[Mapping[str, Any]]) -> int:
+    """The context size of the newest real main-thread assistant turn among these entries (0: none)."""
+    for entry in entries_newest_first:
+        if entry.get("type") != "assistant" or entry.get("isSidechain"):
+            continue
+        message = entry.get("message")
+        if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+            continue
+        size = context_of(message.get("usage"))
+        if size:
+            return size
+    return 0
+
+
+class SessionLookups:
+    """What our stores share beyond the SDK's protocol: the Runtime's synchronous questions (on two
+    primitives each store provides) and `with` support (on its close())."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _project_of(self, session_id: str, project_key: str | None) -> str | None:
+        raise NotImplementedError
+
+    def _tail(self, project_key: str, session_id: str, scan: int) -> Iterable[Mapping[str, Any]]:
+        """The main transcript's last ``scan`` entries, newest first."""
+        raise NotImplementedError
+
+    def has_session(self, session_id: str, *, project_key: str | None = None) -> bool:
+        """Is this session's main transcript stored (under ``project_key``, or under any project)?"""
+        return self._project_of(session_id, project_key) is not None
+
+    def last_context(self, session_id: str, *, project_key: str | None = None, scan: int = 60) -> int:
+        """Context size the model saw on the session's last real turn; 0 when unknown.
+
+        Reads the usage of the newest non-synthetic, main-thread assistant entry among the last
+        ``scan`` entries of the main transcript.
+        """
+        pk = self._project_of(session_id, project_key)
+        return 0 if pk is None else newest_context(self._tail(pk, session_id, scan))
+
+
+class SQLiteSessionStore(SessionLookups, SessionStore):
     """Transcript mirror in SQLite. Passes ``claude_agent_sdk.testing.run_session_store_conformance``.
 
     Entries with a ``uuid`` are idempotent per transcript; a batch that is entirely a replay does not
@@ -119,12 +167,6 @@ class SQLiteSessionStore(SessionStore):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-    def __enter__(self) -> SQLiteSessionStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- SessionStore protocol ------------------------------------------------------------------
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
@@ -209,32 +251,10 @@ class SQLiteSessionStore(SessionStore):
                               "ORDER BY mtime DESC LIMIT 1", (session_id,))
         return rows[0][0] if rows else None
 
-    def has_session(self, session_id: str, *, project_key: str | None = None) -> bool:
-        """Is this session's main transcript stored (under ``project_key``, or under any project)?"""
-        return self._project_of(session_id, project_key) is not None
-
-    def last_context(self, session_id: str, *, project_key: str | None = None, scan: int = 60) -> int:
-        """Context size the model saw on the session's last real turn; 0 when unknown.
-
-        Reads the usage of the newest non-synthetic, main-thread assistant entry among the last
-        ``scan`` entries of the main transcript.
-        """
-        pk = self._project_of(session_id, project_key)
-        if pk is None:
-            return 0
+    def _tail(self, project_key: str, session_id: str, scan: int) -> Iterable[Mapping[str, Any]]:
         rows = self._read("SELECT data FROM entries WHERE project_key=? AND session_id=? AND subpath='' "
-                          "ORDER BY seq DESC LIMIT ?", (pk, session_id, max(1, scan)))
-        for (data,) in rows:
-            entry = json.loads(data)
-            if entry.get("type") != "assistant" or entry.get("isSidechain"):
-                continue
-            message = entry.get("message")
-            if not isinstance(message, dict) or message.get("model") == "<synthetic>":
-                continue
-            size = context_of(message.get("usage"))
-            if size:
-                return size
-        return 0
+                          "ORDER BY seq DESC LIMIT ?", (project_key, session_id, max(1, scan)))
+        return (json.loads(data) for (data,) in rows)
 
     def truncate_after(self, session_id: str, entry_uuid: str, *, project_key: str) -> int:
         """Delete what the main transcript holds after the entry ``entry_uuid``; returns how many rows went.

@@ -15,22 +15,11 @@ from typing import Any
 
 import aiohttp
 
+from tests.hub_support import TWO_QUESTIONS_SCENARIO
+
 ROOT = Path(__file__).resolve().parent.parent
 
-# Two questions in one session: the second says what the first was answered with, so the test sees
-# the answer reach the model as the tool's result, whichever worker served it.
-SCENARIO = """
-name = "fleet-life"
-[[conversation]]
-name = "main"
-after_end = "Going with {last_tool_result}."
-[[conversation.turn]]
-say = "One question first."
-call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-[[conversation.turn]]
-say = "Got {last_tool_result}. One more."
-call = [{ tool = "mcp__human__ask", input = { question = "Dark or light?", options = ["dark", "light"] } }]
-"""
+SCENARIO = TWO_QUESTIONS_SCENARIO
 
 
 def free_port() -> int:

@@ -128,19 +128,31 @@ def make_hub(tmp_path: Path, md: ModelDouble, cli_home: Path, surface: MemorySur
     return Hub(surface, store, root=tmp_path / "runs", env=md.env(cli_home), **kw)
 
 
-# A run that asks, is cut off by a bot restart while the question waits, and asks again once woken:
-# the scenario every "the old card still answers after a restart" test plays.
-RESTART_SCENARIO = """
-name = "restart-life"
+# Both scenarios below open the same way: one question about tabs and spaces.
+FIRST_QUESTION = """
 [[conversation]]
 name = "main"
 after_end = "Going with {last_tool_result}."
 [[conversation.turn]]
 say = "One question first."
 call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-[[conversation.turn]]  # a resumed history holds the cut-off call, its closing result and one more turn
+"""
+# A run that asks, is cut off by a bot restart while the question waits, and asks again once woken:
+# the scenario every "the old card still answers after a restart" test plays. (A resumed history
+# holds the cut-off call, its closing result and one more turn: the second turn is never served.)
+RESTART_SCENARIO = 'name = "restart-life"' + FIRST_QUESTION + """
+[[conversation.turn]]
 say = "never served"
 [[conversation.turn]]
 say = "Asking again: {last_user_text}"
 call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
+"""
+
+
+# A run that asks twice in one session; the second question says what the first was answered with, so a
+# test sees the answer reach the model as the tool's result (the mirror and scale-out tests play it).
+TWO_QUESTIONS_SCENARIO = 'name = "two-questions"' + FIRST_QUESTION + """
+[[conversation.turn]]
+say = "Got {last_tool_result}. One more."
+call = [{ tool = "mcp__human__ask", input = { question = "Dark or light?", options = ["dark", "light"] } }]
 """

@@ -22,24 +22,14 @@ import pytest
 
 from tests.discord_double import TOKEN, DiscordDouble
 from tests.discord_support import discord_double, open_card, settled_card
+from tests.hub_support import TWO_QUESTIONS_SCENARIO
 from tests.slack_double import APP_TOKEN, BOT_TOKEN, Msg, SlackDouble
 from tests.slack_support import C1, card, root_of
 from tests.test_discord_bot_process import Bot, bot_env, no_bot_left_behind
 
 __all__ = ["discord_double", "no_bot_left_behind"]
 
-SCENARIO = """
-name = "mirror-life"
-[[conversation]]
-name = "main"
-after_end = "Going with {last_tool_result}."
-[[conversation.turn]]
-say = "One question first."
-call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-[[conversation.turn]]
-say = "Got {last_tool_result}. One more."
-call = [{ tool = "mcp__human__ask", input = { question = "Dark or light?", options = ["dark", "light"] } }]
-"""
+SCENARIO = TWO_QUESTIONS_SCENARIO
 DM = "DALICE"  # the Slack double's DM channel with UALICE (conversations.open)
 
 

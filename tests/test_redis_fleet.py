@@ -32,6 +32,15 @@ async def api(fleet: Fleet) -> AsyncIterator[Api]:
         yield Api(session, fleet.base)
 
 
+async def started(fleet: Fleet, api: Api, *workers: str) -> tuple[str, dict[str, Any]]:
+    """The front and these workers up, one run started from the web API and its first question open."""
+    await fleet.start_front()
+    for name in workers:
+        await fleet.start_worker(name)
+    run_id = await api.start("pick a style")
+    return run_id, await api.open_ask(run_id, "Tabs or spaces?")
+
+
 def said(events: list[dict[str, Any]], needle: str) -> bool:
     return any(e["kind"] == "text" and needle in e["text"] for e in events)
 
@@ -41,11 +50,7 @@ def notices(events: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_a_run_goes_front_to_worker_and_back(fleet: Fleet, api: Api) -> None:
-    await fleet.start_front()
-    await fleet.start_worker("w1")
-    await fleet.start_worker("w2")
-    run_id = await api.start("pick a style")
-    first = await api.open_ask(run_id, "Tabs or spaces?")
+    run_id, first = await started(fleet, api, "w1", "w2")
     run = await api.run(run_id)
     assert run["worker"] in ("w1", "w2"), run
     status, body = await api.post(f"/api/runs/{run_id}/answer", {"ask_id": first["id"], "text": "tabs"})
@@ -69,10 +74,7 @@ async def test_kill_9_the_holder_while_a_question_waits(fleet: Fleet, api: Api, 
     """The holder dies with a question open (its CLI still up, nothing parked). The answer given while
     no worker holds the run is kept; the other worker claims the run, asks the question again on the
     old card, and the kept answer reaches the model as the tool's result in the same session."""
-    await fleet.start_front()
-    await fleet.start_worker("w1")
-    run_id = await api.start("pick a style")
-    first = await api.open_ask(run_id, "Tabs or spaces?")
+    run_id, first = await started(fleet, api, "w1")
     assert (await api.run(run_id))["worker"] == "w1"
     await fleet.start_worker("w2")
     await transcript_holds(redis_server.url, "Tabs or spaces?")  # what w2 will resume from
@@ -129,11 +131,7 @@ async def test_redis_restarted_mid_run_loses_nothing(fleet: Fleet, api: Api, red
     """Redis goes away and comes back (append-only file, fsync always) twice: once while a question
     waits, once right after it is answered while the worker streams the next turn. Every event,
     the answer and the next question arrive; the front saw no hole in the run's message sequence."""
-    await fleet.start_front()
-    await fleet.start_worker("w1")
-    await fleet.start_worker("w2")
-    run_id = await api.start("pick a style")
-    first = await api.open_ask(run_id, "Tabs or spaces?")
+    run_id, first = await started(fleet, api, "w1", "w2")
     before = await api.events(run_id)
     redis_server.restart()
     status, body = await api.post(f"/api/runs/{run_id}/answer", {"ask_id": first["id"], "text": "tabs"})

@@ -5,6 +5,7 @@ another at once; a duplicated intent is applied once."""
 
 from __future__ import annotations
 
+import tomllib
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,18 +22,12 @@ from adapters.transport.engine import EngineKit
 from adapters.transport.redis_front import RedisTransport
 from adapters.transport.redis_worker import RedisWorker
 from flower_core import RedisSessionStore
-from flower_core.devmodel import ModelDouble
-from tests.conftest import scenario_of
-from tests.hub_support import QUICK, THREAD, Watch, ask_call, button, one_step_flow
+from flower_core.devmodel import ModelDouble, parse_scenario
+from tests.hub_support import QUICK, THREAD, TWO_QUESTIONS_SCENARIO, Watch, button, one_step_flow
 from tests.redis_support import RedisServer
 from tests.runtime_support import FAST
 
 pytestmark = pytest.mark.slow
-
-TWO_QUESTIONS = {"name": "main", "turn": [
-    {"say": "One question first.", "call": [ask_call("Tabs or spaces?", ["tabs", "spaces"])]},
-    {"say": "Got {last_tool_result}. One more.", "call": [ask_call("Dark or light?", ["dark", "light"])]},
-]}
 
 
 class Rig:
@@ -46,11 +41,14 @@ class Rig:
         self.workers: list[RedisWorker] = []
         self.hubs: list[Hub] = []
 
-    def hub(self, surface: MemorySurface) -> Hub:
+    async def front(self, surface: MemorySurface | None = None) -> tuple[Hub, MemorySurface, Watch]:
+        """An opened front hub on `surface` (a new one unless given: a restarted front keeps the platform's)."""
+        surface = surface or MemorySurface()
         hub = Hub(surface, self.state, root=self.tmp / "runs", view=QUICK,
                   transport=RedisTransport(self.url, prefix=self.prefix, reply_timeout_s=5.0))
         self.hubs.append(hub)
-        return hub
+        await hub.open()
+        return hub, surface, Watch(surface)
 
     async def worker(self, name: str, *, max_runs: int = 3, park_after_s: float | None = None) -> RedisWorker:
         kit = EngineKit(factory=one_step_flow(), env=self.md.env(self.cli_home), park_after_s=park_after_s,
@@ -72,7 +70,7 @@ class Rig:
 
 @pytest.fixture
 async def rig(tmp_path: Path, redis_server: RedisServer, double_factory: Any, cli_home: Path) -> AsyncIterator[Rig]:
-    md = await double_factory(scenario_of(TWO_QUESTIONS))
+    md = await double_factory(parse_scenario(tomllib.loads(TWO_QUESTIONS_SCENARIO), name="two-questions"))
     r = Rig(tmp_path, redis_server.url, md, cli_home)
     try:
         yield r
@@ -81,19 +79,15 @@ async def rig(tmp_path: Path, redis_server: RedisServer, double_factory: Any, cl
 
 
 async def test_a_front_restart_follows_the_run_again_where_it_is(rig: Rig) -> None:
-    surface = MemorySurface()
-    watch = Watch(surface)
     await rig.worker("w1")
-    hub = rig.hub(surface)
-    await hub.open()
+    hub, surface, watch = await rig.front()
     run = (await hub.start("pick a style", THREAD, "alice")).run_id
     card = await watch.card("ask:1-q1")
     assert hub.holder(run) == "w1" and "on worker w1" in hub.status(run_id=run).message
     await hub.close()  # the front goes away; the run does not
     assert rig.workers[0].held and rig.state.get_run(run).status == "waiting"  # type: ignore[union-attr]
 
-    again = rig.hub(surface)
-    await again.open()
+    again, _, watch = await rig.front(surface)
     assert await again.recover() == []  # nothing died
     live = again.live[run]
     await watch.until(lambda s: live.view.open_card("1-q1") is not None)  # the worker said where it is
@@ -105,11 +99,8 @@ async def test_a_front_restart_follows_the_run_again_where_it_is(rig: Rig) -> No
 
 
 async def test_workers_take_runs_up_to_their_limit(rig: Rig) -> None:
-    surface = MemorySurface()
-    watch = Watch(surface)
     await rig.worker("small", max_runs=1)
-    hub = rig.hub(surface)
-    await hub.open()
+    hub, _, watch = await rig.front()
     threads = [ThreadRef("memory", "C1", f"t{i}") for i in range(2)]
     first = (await hub.start("one", threads[0], "alice")).run_id
     second = (await hub.start("two", threads[1], "alice")).run_id
@@ -124,11 +115,8 @@ async def test_workers_take_runs_up_to_their_limit(rig: Rig) -> None:
 
 
 async def test_a_stopped_worker_hands_its_runs_over_at_once(rig: Rig) -> None:
-    surface = MemorySurface()
-    watch = Watch(surface)
     leaving = await rig.worker("leaving", park_after_s=0.0)
-    hub = rig.hub(surface)
-    await hub.open()
+    hub, surface, watch = await rig.front()
     run = (await hub.start("pick a style", THREAD, "alice")).run_id
     card = await watch.card("ask:1-q1")
     await watch.until(lambda s: hub.live[run].parked)
@@ -146,11 +134,8 @@ async def test_a_stopped_worker_hands_its_runs_over_at_once(rig: Rig) -> None:
 
 
 async def test_a_duplicated_intent_is_applied_once(rig: Rig, redis_server: RedisServer) -> None:
-    surface = MemorySurface()
-    watch = Watch(surface)
     await rig.worker("w1")
-    hub = rig.hub(surface)
-    await hub.open()
+    hub, _, watch = await rig.front()
     run = (await hub.start("pick a style", THREAD, "alice")).run_id
     await watch.card("ask:1-q1")
     transport = hub.transport

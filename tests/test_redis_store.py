@@ -1,71 +1,34 @@
-"""RedisSessionStore: the SDK's contract suite, idempotency, helpers, a server restart, and a real resume."""
+"""RedisSessionStore: the SDK's contract suite, idempotency, helpers, a server restart, and a real resume.
+
+The checks shared with the SQLite store live in tests/store_contract.py; what only a server can show
+(a restart, racing connection pools, a new event loop, another prefix) stays here.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, project_key_for_directory, query
-from claude_agent_sdk.testing import run_session_store_conformance
-
 from flower_core.redis_store import RedisSessionStore
 from flower_core.runtime import Runtime
-from tests.conftest import scenario_of
+from tests import store_contract as contract
 from tests.redis_support import RedisServer
-from tests.test_session_store import _assistant, _assistant_texts, _texts
-
-KEY: Any = {"project_key": "p", "session_id": "s"}
+from tests.store_contract import KEY, SUB_KEY, assistant_entry
 
 
 async def test_conformance_suite(redis_server: RedisServer) -> None:
-    counter = itertools.count()
-    made: list[RedisSessionStore] = []
-
-    def make() -> RedisSessionStore:  # a fresh prefix per contract: each store starts empty
-        made.append(RedisSessionStore(redis_server.url, prefix=f"conf{next(counter)}"))
-        return made[-1]
-
-    await run_session_store_conformance(make)
-    for store in made:
-        await store.aclose()
+    # a fresh prefix per contract: each store starts empty
+    await contract.check_conformance(lambda n: RedisSessionStore(redis_server.url, prefix=f"conf{n}"))
 
 
 async def test_uuid_replay_is_idempotent_and_keeps_mtime(redis_server: RedisServer) -> None:
-    store = RedisSessionStore(redis_server.url)
-    batch: Any = [{"type": "user", "uuid": "u1"}, {"type": "x"}, {"type": "assistant", "uuid": "u2"}]
-    await store.append(KEY, batch)
-    [before] = await store.list_sessions("p")
-    [summary_before] = await store.list_session_summaries("p")
-    assert summary_before["mtime"] == before["mtime"]
-    await store.append(KEY, [{"type": "user", "uuid": "u1"}, {"type": "assistant", "uuid": "u2"}])
-    assert await store.list_sessions("p") == [before]
-    assert await store.list_session_summaries("p") == [summary_before]
-    await store.append(KEY, [{"type": "user", "uuid": "u2"}, {"type": "user", "uuid": "u3"},
-                             {"type": "user", "uuid": "u3"}])
-    loaded = await store.load(KEY)
-    assert [e.get("uuid") for e in loaded or []] == ["u1", None, "u2", "u3"]
-    [after] = await store.list_sessions("p")
-    assert after["mtime"] > before["mtime"]
-    # a subagent transcript dedupes on its own, and never moves the main summary
-    sub: Any = {**KEY, "subpath": "subagents/agent-1"}
-    await store.append(sub, [{"type": "user", "uuid": "u1"}, {"type": "user", "uuid": "u1"}])
-    await store.append(sub, [{"type": "user", "uuid": "u1"}])
-    assert [e.get("uuid") for e in await store.load(sub) or []] == ["u1"]
-    [summary_after] = await store.list_session_summaries("p")
-    assert summary_after["mtime"] == after["mtime"]
-    await store.aclose()
+    await contract.check_uuid_replay(RedisSessionStore(redis_server.url))
 
 
 async def test_two_store_objects_share_one_server(redis_server: RedisServer) -> None:
     a, b = RedisSessionStore(redis_server.url), RedisSessionStore(redis_server.url)
-    await a.append(KEY, [{"type": "user", "uuid": "1"}])
-    await b.append(KEY, [{"type": "user", "uuid": "1"}, {"type": "user", "uuid": "2"}])
-    await a.append(KEY, [{"type": "user", "uuid": "3"}])
-    assert [e["uuid"] for e in await b.load(KEY) or []] == ["1", "2", "3"]
-    mtimes = [s["mtime"] for s in await a.list_sessions("p") + await b.list_sessions("p")]
-    assert len(set(mtimes)) == 1
+    await contract.check_two_stores_see_one_session(a, b)
     # another prefix is another store
     other = RedisSessionStore(redis_server.url, prefix="elsewhere")
     assert await other.load(KEY) is None and other.projects() == []
@@ -99,57 +62,18 @@ async def test_racing_writers_lose_nothing_and_mtime_never_goes_back(redis_serve
 
 
 async def test_sync_helpers(redis_server: RedisServer) -> None:
-    store = RedisSessionStore(redis_server.url)
-    assert not store.has_session("s") and store.last_context("s") == 0
-    await store.append(KEY, [_assistant("a1", 100, 10, 1), {"type": "user", "uuid": "u"},
-                             _assistant("a2", 1200, 300, 50),
-                             _assistant("a3", 9999, sidechain=True),
-                             _assistant("a4", 7777, model="<synthetic>"),
-                             {"type": "system", "uuid": "z"}])
-    sub: Any = {**KEY, "subpath": "subagents/agent-1"}
-    await store.append(sub, [_assistant("b1", 5555)])
-    assert store.has_session("s") and store.has_session("s", project_key="p")
-    assert not store.has_session("s", project_key="q") and not store.has_session("other")
-    assert store.last_context("s") == 1550
-    assert store.last_context("s", project_key="p", scan=1) == 0
-    assert store.projects() == ["p"]
-    await store.delete(KEY)
-    assert not store.has_session("s") and store.projects() == []
-    await store.aclose()
-    # closed stores refuse politely
-    try:
-        store.has_session("s")
-    except RuntimeError as exc:
-        assert "closed" in str(exc)
-    else:
-        raise AssertionError("a closed store must refuse")
+    await contract.check_sync_helpers(RedisSessionStore(redis_server.url))
 
 
 async def test_truncate_after(redis_server: RedisServer) -> None:
     with RedisSessionStore(redis_server.url) as store:
-        await store.append(KEY, [_assistant("a1", 100), {"type": "user", "uuid": "u"}, {"type": "x"},
-                                 _assistant("a2", 2000)])
-        [before] = await store.list_sessions("p")
-        assert store.truncate_after("s", "nope", project_key="p") == 0
-        assert store.truncate_after("s", "a2", project_key="p") == 0  # already the last entry
-        assert store.truncate_after("s", "u", project_key="q") == 0  # another project holds nothing
-        assert await store.list_sessions("p") == [before]
-        assert store.truncate_after("s", "u", project_key="p") == 2
-        assert [e.get("uuid") for e in await store.load(KEY) or []] == ["a1", "u"]
-        [after] = await store.list_sessions("p")
-        assert after["mtime"] > before["mtime"]
-        assert store.last_context("s") == 100
-        # the cut uuid is free again: the rewritten tail goes in, the kept ones still dedupe
-        await store.append(KEY, [{"type": "user", "uuid": "u"}, _assistant("a2", 3000)])
-        assert [e.get("uuid") for e in await store.load(KEY) or []] == ["a1", "u", "a2"]
-        assert store.last_context("s", project_key="p") == 3000
-        await store.aclose()
+        await contract.check_truncate_after(store)
 
 
 async def test_data_survives_a_server_restart_and_a_kill(redis_server: RedisServer) -> None:
     store = RedisSessionStore(redis_server.url)
-    await store.append(KEY, [_assistant("a1", 100), {"type": "x", "text": "ünïcode ✓"}])
-    await store.append({**KEY, "subpath": "subagents/agent-1"}, [{"type": "user", "uuid": "b"}])
+    await store.append(KEY, [assistant_entry("a1", 100), {"type": "x", "text": "ünïcode ✓"}])
+    await store.append(SUB_KEY, [{"type": "user", "uuid": "b"}])
     before = (await store.load(KEY), await store.list_sessions("p"), await store.list_session_summaries("p"))
     redis_server.restart()  # same port: the store's clients reconnect through their retry policy
     assert (await store.load(KEY), await store.list_sessions("p"), await store.list_session_summaries("p")) == before
@@ -176,7 +100,7 @@ async def test_runtime_uses_a_given_store_and_leaves_it_open(redis_server: Redis
     store = RedisSessionStore(redis_server.url)
     rt = Runtime(workspace=tmp_path / "ws", run_dir=tmp_path / "run", session_store=store)
     assert rt.store is store and not (tmp_path / "run" / "sessions.db").exists()
-    await store.append({"project_key": rt.project_key, "session_id": "s1"}, [_assistant("a", 4321)])
+    await store.append({"project_key": rt.project_key, "session_id": "s1"}, [assistant_entry("a", 4321)])
     assert rt.has_session("s1") and rt.context_of("s1") == 4321
     rt.close()
     assert store.has_session("s1")  # the caller's store is still open
@@ -185,37 +109,5 @@ async def test_runtime_uses_a_given_store_and_leaves_it_open(redis_server: Redis
 
 async def test_resume_from_the_store_with_a_fresh_store_and_config_dir(
         double_factory: Any, redis_server: RedisServer, tmp_path: Path) -> None:
-    """The CLI's local transcript is gone (new config dir); only Redis carries the session."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    home1, home2 = tmp_path / "home1", tmp_path / "home2"
-    home1.mkdir()
-    home2.mkdir()
-    md = await double_factory(scenario_of({"name": "main", "turn": [
-        {"say": "Alpha reply from the first process.", "usage": {"input_tokens": 1000,
-                                                                  "cache_read_input_tokens": 234}},
-        {"say": "Second turn; you said: {last_user_text}"},
-    ]}))
-
-    first = RedisSessionStore(redis_server.url)
-    msgs = [m async for m in query(prompt="remember alpha", options=ClaudeAgentOptions(
-        env=md.env(home1), cwd=str(ws), max_turns=2, setting_sources=[], session_store=first,
-        session_store_flush="eager"))]
-    result = msgs[-1]
-    assert isinstance(result, ResultMessage) and not result.is_error
-    sid = result.session_id
-    await first.aclose()
-
-    second = RedisSessionStore(redis_server.url)
-    assert second.projects() == [project_key_for_directory(str(ws))]  # the key a Runtime derives from cwd
-    assert second.has_session(sid, project_key=second.projects()[0]) and second.last_context(sid) == 1234
-    msgs = [m async for m in query(prompt="now beta", options=ClaudeAgentOptions(
-        env=md.env(home2), cwd=str(ws), max_turns=2, setting_sources=[], session_store=second, resume=sid))]
-    assert _texts(msgs)[-1] == "Second turn; you said: now beta"
-    resumed = md.model_requests()[-1]
-    assert resumed.turn == 1 and "Alpha reply from the first process." in _assistant_texts(resumed.body)
-    assert "remember alpha" in resumed.first_user_text
-    assert not list(home2.rglob("*.jsonl"))  # the CLI never had a local copy in the fresh config dir
-    entries = await second.load({"project_key": second.projects()[0], "session_id": sid}) or []
-    assert any("Second turn" in str(e.get("message")) for e in entries)
-    await second.aclose()
+    """Only Redis carries the session into the second process."""
+    await contract.check_resume_through_the_cli(lambda: RedisSessionStore(redis_server.url), double_factory, tmp_path)
