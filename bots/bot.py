@@ -3,6 +3,7 @@
     flower-bot web [--host H] [--port P]        # the local web page (the embedded default)
     flower-bot slack discord                   # several at once (or --web --slack --discord)
     flower-bot --config bot.toml               # front ends from its [surfaces] table
+    flower-bot slack --redis redis://h:6379/0  # the chat front only: runs go to flower-worker processes
 
 Order of a life: read the configuration (a problem → one line, exit 2) → pick the model (real
 credentials, else the offline demo model double, said loudly) → build each front end → one Hub
