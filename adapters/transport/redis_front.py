@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 BLOCK_MS = 2000  # blocking reads return this often (well under the client's 5 s socket timeout)
 ORPHANS_KEPT = 2000  # messages kept per run nobody follows yet (the front is attaching after a restart)
+ORPHAN_RUNS = 1000  # ... for at most this many runs (others' runs, runs this front forgot)
 
 
 @dataclass
@@ -155,6 +156,8 @@ class RedisTransport:
         run_id = wire.text(fields, "run")
         follow = self.runs.get(run_id)
         if follow is None:
+            if run_id not in self._orphans and len(self._orphans) >= ORPHAN_RUNS:
+                del self._orphans[next(iter(self._orphans))]  # the run followed least recently goes first
             self._orphans[run_id].append(fields)
             return
         try:
