@@ -173,6 +173,7 @@ function renderRuns() {
     const meta = el("span", "run-meta");
     meta.append(el("span", "badge " + r.status, r.status), el("span", "rid", r.id));
     if (r.platform !== "web") meta.append(el("span", "from", "from " + r.platform));  // shown here too
+    if (r.worker) meta.append(el("span", "from", "on " + r.worker));  // scale-out: the worker holding it
     b.append(meta);
     b.addEventListener("click", () => select(r.id));
     li.append(b);
@@ -204,7 +205,7 @@ function select(runId) {
 function renderHead() {
   const r = state.runs.get(state.selected);
   $("run-task").textContent = r ? r.task : "";
-  $("run-id").textContent = r ? `${r.id} · ${r.status}` : state.selected || "";
+  $("run-id").textContent = r ? `${r.id} · ${r.status}${r.worker ? " · worker " + r.worker : ""}` : state.selected || "";
   const ended = r && FINAL.has(r.status) && !r.live;
   $("say").disabled = $("send").disabled = $("ask-oracle").disabled = Boolean(ended);
   $("say").placeholder = ended ? "The run has ended." :
