@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
@@ -28,10 +28,16 @@ T = TypeVar("T")
 DOWN = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
+MAX_CONNECTIONS = 2000  # blocking reads and replies hold one each (a worker: one per held run)
+
+
 def connect(url: str) -> Redis:
-    return Redis.from_url(url, decode_responses=True,
-                          retry=Retry(ExponentialBackoff(cap=0.5, base=0.02), retries=8),
-                          retry_on_error=[RedisConnectionError, RedisTimeoutError], health_check_interval=10)
+    """A client whose pool waits for a free connection rather than failing when a burst takes them all."""
+    pool = BlockingConnectionPool.from_url(url, decode_responses=True, max_connections=MAX_CONNECTIONS, timeout=None,
+                                           retry=Retry(ExponentialBackoff(cap=0.5, base=0.02), retries=8),
+                                           retry_on_error=[RedisConnectionError, RedisTimeoutError],
+                                           health_check_interval=10)
+    return Redis.from_pool(pool)  # the client owns the pool: aclose() closes both
 
 
 def where(url: str) -> str:
