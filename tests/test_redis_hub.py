@@ -108,6 +108,8 @@ async def test_workers_take_runs_up_to_their_limit(rig: Rig) -> None:
     holders = sorted([hub.holder(first), hub.holder(second)])
     assert holders == ["", "small"], holders  # one is queued: the small worker is full
     queued = first if hub.holder(first) == "" else second
+    queued_thread = threads[0] if queued == first else threads[1]
+    await watch.until(lambda s: any("Every worker is busy" in p.msg.text for p in s.find("", queued_thread)))
     await rig.worker("big", max_runs=2)
     await watch.until(lambda s: hub.holder(queued) == "big")
     assert "on worker small" in hub.status().message and "on worker big" in hub.status().message

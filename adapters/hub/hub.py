@@ -5,7 +5,9 @@ through `Surface.notify`, and change nothing).
 Intents: start, answer, decline, send (inbox), interrupt, oracle, stop, status, wake; and
 `handle_action` for button ids from `adapters.ids` (deduplicated on the platform's delivery id,
 and per question: the first click answers, later ones are told it is settled). Restart handling
-(`recover`, waking runs, answers to cards of runs that died with the process) is in wake.py.
+(`recover`, waking runs, answers to cards of runs that died with the process) is in wake.py;
+what a message or a button means, in routing.py. Runs themselves go through a transport
+(adapters/transport): in this process by default, to `flower-worker`s over Redis.
 """
 
 from __future__ import annotations
@@ -21,16 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from adapters.access import Access
+from adapters.hub import routing as _routing
 from adapters.hub import wake as _wake
 from adapters.hub.cards import Cards
 from adapters.hub.fanout import Fanout, Target
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.pipe import RunPipe
-from adapters.hub.replies import parse_reply
 from adapters.hub.report import status_report
 from adapters.hub.results import IntentResult
 from adapters.hub.runs import LiveRun, RunOptions
-from adapters.ids import IdError, decode
 from adapters.outbox import Outbox
 from adapters.people import People
 from adapters.ratelimit import RateBudget
@@ -43,9 +44,6 @@ from adapters.view import fmt as _fmt
 from flower_core import Event
 
 log = logging.getLogger(__name__)
-
-INPUT_PROMPTS = {"txt": "Your answer", "int": "What should the agent hear? (empty: just stop and go on)",
-                 "orc": "Your question about the run (the run is not disturbed)"}
 
 
 class Hub:
@@ -90,6 +88,7 @@ class Hub:
         self.mirrors = Mirrors(self, dm_after_s=dm_after_s)
         self.cards = Cards(store, self.live)
         self._budgets: dict[tuple[str, str], RateBudget] = {}
+        self._chores: set[asyncio.Future[object]] = set()
 
     # ---- intents --------------------------------------------------------------------------------
     async def start(self, task: str, thread: ThreadRef, user: str, *,
@@ -127,6 +126,8 @@ class Hub:
         except Exception as exc:  # the factory refused (bad task, unreadable workspace...)
             self.store.set_run_status(run_id, "failed")
             return await self.refuse(thread, user, f"Could not start the run: {exc}", run_id)
+        if self.transport.remote:
+            self._chore(self._say_if_queued(run_id))
         return IntentResult(True, f"Started run {run_id}.", run_id)
 
     async def answer(self, run_id: str, card_id: str, text: str, user: str, *,
@@ -177,21 +178,8 @@ class Hub:
 
     async def said(self, thread: ThreadRef, user: str, text: str, *, origin: str = "",
                    reply_to: str = "") -> IntentResult | None:
-        """A person's plain message in a thread (see replies.py for what it means). `origin` is that
-        message's platform id; `reply_to` the id of the message it replies to, if any. None when the
-        thread holds no run (the platform then ignores the message)."""
-        run_id = self.run_in(thread)
-        if run_id is None or not text.strip():
-            return None
-        reply = parse_reply(text)
-        card_id = self.cards.by_message(run_id, thread, reply_to) if reply_to else None
-        if card_id is None and reply.kind == "answer":
-            card_id = self.cards.by_key(run_id, reply.key)
-        if card_id is not None:
-            return await self.answer(run_id, card_id, reply.text, user, where=thread)
-        if reply.kind == "oracle":
-            return await self.oracle(run_id, reply.text, user)
-        return await self.send(run_id, text.strip(), user, origin=origin, where=thread)
+        """A person's plain message in a thread (see routing.said); None when the thread holds no run."""
+        return await _routing.said(self, thread, user, text, origin=origin, reply_to=reply_to)
 
     def run_in(self, thread: ThreadRef) -> str | None:
         """The run a thread shows: its own, or the one it follows (a live one first)."""
@@ -258,31 +246,8 @@ class Hub:
 
     async def handle_action(self, action_id: str, user: str, *, delivery_id: str | None = None,
                             text: str | None = None, where: ThreadRef | None = None) -> IntentResult:
-        """A button (or a form submitted after one): decode, dedupe, route. `where`: the thread the
-        click came from, when the platform knows it."""
-        try:
-            action = decode(action_id)
-        except IdError as exc:
-            return IntentResult(False, f"That button is not one of mine ({exc}).")
-        if delivery_id and self.store.seen(f"delivery:{delivery_id}"):
-            return IntentResult(True, "Already handled.", action.run_id, duplicate=True)
-        verb, run_id, card_id = action.verb, action.run_id, action.ask_id
-        if verb in INPUT_PROMPTS and text is None:
-            return IntentResult(True, INPUT_PROMPTS[verb], run_id, needs_input=INPUT_PROMPTS[verb])
-        if verb == "ans":
-            options = self.cards.options(run_id, card_id)
-            if action.option is None or action.option >= len(options):
-                return IntentResult(False, "That option no longer exists.", run_id)
-            return await self.answer(run_id, card_id, options[action.option], user, where=where)
-        if verb == "txt":
-            return await self.answer(run_id, card_id, text or "", user, where=where)
-        if verb == "dec":
-            return await self.decline(run_id, card_id, user, text or "", where=where)
-        if verb == "stop":
-            return await self.stop(run_id, user)
-        if verb == "int":
-            return await self.interrupt(run_id, text or "", user)
-        return await self.oracle(run_id, text or "", user)
+        """A button (or a form submitted after one): see routing.handle_action."""
+        return await _routing.handle_action(self, action_id, user, delivery_id=delivery_id, text=text, where=where)
 
     # ---- lifecycle -------------------------------------------------------------------------------
     async def wait(self, run_id: str) -> LiveRun | None:
@@ -357,6 +322,19 @@ class Hub:
             except SurfaceError as exc:
                 log.warning("could not notify %s in %s: %r", user, thread, exc)
         return IntentResult(False, reason, run_id)
+
+    async def _say_if_queued(self, run_id: str) -> None:
+        """With workers: tell the thread when none has room, so a run that waits is not a mystery."""
+        waits = await self.transport.waits(run_id)
+        live = self.live.get(run_id)
+        if waits and live is not None and not live.holder:
+            live.pipe.put(live.view.notice("⏳ Every worker is busy (or none is running): the run starts as soon "
+                                           "as one has room."))
+
+    def _chore(self, coro: Awaitable[object]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
 
     # ---- internals -------------------------------------------------------------------------------
     async def _checked(self, run_id: str, user: str, what: str) -> tuple[RunRecord | None, IntentResult]:

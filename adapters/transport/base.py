@@ -95,3 +95,7 @@ class Transport(Protocol):
     def holders(self) -> dict[str, str]:
         """run id -> the worker holding it, for the runs this transport follows."""
         ...
+
+    async def waits(self, run_id: str) -> bool:
+        """True when a run just launched waits for room (every worker is full, or none runs)."""
+        ...

@@ -38,3 +38,6 @@ class LocalTransport:
 
     def holders(self) -> dict[str, str]:
         return {}
+
+    async def waits(self, run_id: str) -> bool:
+        return False  # max_runs is checked before a run starts here

@@ -59,6 +59,7 @@ class RedisTransport:
         self.redis: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._orphans: dict[str, deque[dict[str, str]]] = defaultdict(lambda: deque(maxlen=ORPHANS_KEPT))
+        self._submitted: dict[str, asyncio.Future[str]] = {}  # each run's work entry id (until it ends)
         self._handing = ""  # the run being handed over right now (its new sink needs no replay)
         self.latency: deque[float] = deque(maxlen=10_000)  # seconds from a worker's write to dispatch here
         self.gaps = 0  # messages missing in a run's sequence (a lost write would show here)
@@ -96,12 +97,37 @@ class RedisTransport:
                 found[str(key).rsplit(":", 1)[-1]] = json.loads(raw)
         return found
 
+    async def waits(self, run_id: str) -> bool:
+        """Its work entry is further down the queue than the room the live workers have left."""
+        submitted = self._submitted.get(run_id)
+        if submitted is None:
+            return False
+        try:
+            entry_id = await submitted
+            groups = await self.redis.xinfo_groups(self.keys.work)
+            last = next((str(g["last-delivered-id"]) for g in groups if g["name"] == wire.WORK_GROUP), "0-0")
+            if _id(entry_id) <= _id(last):
+                return False  # a worker has taken it
+            ahead = len(await self.redis.xrange(self.keys.work, min=f"({last}", max=entry_id))
+            # Runs a worker holds are its pending entries (a heartbeat may be a beat behind); parked ones
+            # do not count against its limit.
+            summary = await self.redis.xpending(self.keys.work, wire.WORK_GROUP)
+            held = {str(c["name"]): int(c["pending"]) for c in summary.get("consumers") or []}
+            room = sum(max(0, int(w.get("max_runs", 0)) - held.get(name, 0) + int(w.get("parked", 0)))
+                       for name, w in (await self.workers()).items())
+        except (*DOWN, ValueError, KeyError, TypeError):
+            return False
+        return ahead > room
+
     # ---- runs -----------------------------------------------------------------------------------
     def launch(self, run_id: str, plan: RunPlan, sink: RunSink, *, attach: bool = False) -> RedisRun:
         self.runs[run_id] = Follow(sink)
         if not attach:
             fields = {"run": run_id, "plan": plan.to_json()}
-            self._background(persist("submit run", lambda: self.redis.xadd(self.keys.work, fields)))
+            submit = asyncio.ensure_future(persist("submit run", lambda: self.redis.xadd(self.keys.work, fields)))
+            self._submitted[run_id] = submit
+            self._bg.add(submit)
+            submit.add_done_callback(self._bg.discard)
         elif run_id != self._handing:  # this front (re)starts following a run going on a worker
             held = self._orphans.pop(run_id, None)  # messages that came while nobody followed it
             if held:
@@ -192,6 +218,7 @@ class RedisTransport:
         elif kind == "step":
             follow.sink.step_done(wire.text(fields, "name"))
         elif kind == "end":
+            self._submitted.pop(run_id, None)
             if self.runs.get(run_id) is follow:
                 del self.runs[run_id]
             self._background(follow.sink.ended(wire.end_of(fields)))
@@ -237,6 +264,7 @@ class RedisTransport:
     def detach(self, run_id: str) -> bool:
         """Stop following a run (this front is going away); it goes on on its worker."""
         follow = self.runs.pop(run_id, None)
+        self._submitted.pop(run_id, None)
         if follow is None:
             return False
         self._background(follow.sink.ended(RunEnd("died")))
@@ -280,3 +308,9 @@ class RedisRun:
             return False
         self.t.tell(self.run_id, "cancel")
         return True
+
+
+def _id(entry_id: str) -> tuple[int, int]:
+    """A stream entry id ("ms-seq") as something that orders."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)

@@ -1,0 +1,70 @@
+"""What a person's input in a thread means, routed to the hub's intents (only its public surface).
+
+- `said`: a plain message — an answer when it replies to a card or says `qN: …`, `?…` asks the
+  oracle, anything else is inbox mail (replies.py has the rules).
+- `handle_action`: a button id from `adapters.ids` — decoded, deduplicated on the platform's delivery
+  id, and routed; buttons that need words first answer with the prompt to ask for them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from adapters.hub.replies import parse_reply
+from adapters.hub.results import IntentResult
+from adapters.ids import IdError, decode
+from adapters.surface import ThreadRef
+
+if TYPE_CHECKING:
+    from adapters.hub.hub import Hub
+
+INPUT_PROMPTS = {"txt": "Your answer", "int": "What should the agent hear? (empty: just stop and go on)",
+                 "orc": "Your question about the run (the run is not disturbed)"}
+
+
+async def said(hub: Hub, thread: ThreadRef, user: str, text: str, *, origin: str = "",
+               reply_to: str = "") -> IntentResult | None:
+    """A person's plain message in a thread (see replies.py for what it means). `origin` is that
+    message's platform id; `reply_to` the id of the message it replies to, if any. None when the
+    thread holds no run (the platform then ignores the message)."""
+    run_id = hub.run_in(thread)
+    if run_id is None or not text.strip():
+        return None
+    reply = parse_reply(text)
+    card_id = hub.cards.by_message(run_id, thread, reply_to) if reply_to else None
+    if card_id is None and reply.kind == "answer":
+        card_id = hub.cards.by_key(run_id, reply.key)
+    if card_id is not None:
+        return await hub.answer(run_id, card_id, reply.text, user, where=thread)
+    if reply.kind == "oracle":
+        return await hub.oracle(run_id, reply.text, user)
+    return await hub.send(run_id, text.strip(), user, origin=origin, where=thread)
+
+
+async def handle_action(hub: Hub, action_id: str, user: str, *, delivery_id: str | None = None,
+                        text: str | None = None, where: ThreadRef | None = None) -> IntentResult:
+    """A button (or a form submitted after one): decode, dedupe, route. `where`: the thread the
+    click came from, when the platform knows it."""
+    try:
+        action = decode(action_id)
+    except IdError as exc:
+        return IntentResult(False, f"That button is not one of mine ({exc}).")
+    if delivery_id and hub.store.seen(f"delivery:{delivery_id}"):
+        return IntentResult(True, "Already handled.", action.run_id, duplicate=True)
+    verb, run_id, card_id = action.verb, action.run_id, action.ask_id
+    if verb in INPUT_PROMPTS and text is None:
+        return IntentResult(True, INPUT_PROMPTS[verb], run_id, needs_input=INPUT_PROMPTS[verb])
+    if verb == "ans":
+        options = hub.cards.options(run_id, card_id)
+        if action.option is None or action.option >= len(options):
+            return IntentResult(False, "That option no longer exists.", run_id)
+        return await hub.answer(run_id, card_id, options[action.option], user, where=where)
+    if verb == "txt":
+        return await hub.answer(run_id, card_id, text or "", user, where=where)
+    if verb == "dec":
+        return await hub.decline(run_id, card_id, user, text or "", where=where)
+    if verb == "stop":
+        return await hub.stop(run_id, user)
+    if verb == "int":
+        return await hub.interrupt(run_id, text or "", user)
+    return await hub.oracle(run_id, text or "", user)
