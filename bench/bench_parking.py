@@ -29,6 +29,7 @@ from adapters.memory_surface import MemorySurface
 from adapters.state import SQLiteStateStore
 from adapters.surface import ThreadRef
 from adapters.view import ViewConfig
+from bench.procfs import rss_kb
 from flower_core import AgentSpec, Event, HumanChannel, Step, Workflow
 from flower_core.devmodel import ModelDouble, parse_scenario
 
@@ -50,7 +51,7 @@ def _factory(plan: RunPlan) -> Workflow:
 def _tree_rss_kb() -> tuple[int, int]:
     """(RSS of this process + its children in kB, number of children)."""
     me = os.getpid()
-    total, children = _rss_kb(me), 0
+    total, children = rss_kb(me), 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
@@ -60,20 +61,9 @@ def _tree_rss_kb() -> tuple[int, int]:
         except (OSError, ValueError, IndexError):
             continue
         if ppid == me:
-            total += _rss_kb(int(entry))
+            total += rss_kb(int(entry))
             children += 1
     return total, children
-
-
-def _rss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def _fds() -> int:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.transport.redis_front import RedisTransport
+from bench.procfs import rss_kb
 from bench.redis_fleet import (
     Front,
     Workers,
@@ -41,7 +42,6 @@ from bench.redis_fleet import (
     parser,
     pct,
     result_line,
-    rss_kb,
 )
 from tests.fleet_support import ROOT
 from tests.redis_support import RedisServer

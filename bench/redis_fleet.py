@@ -45,18 +45,6 @@ USER = "bench"
 
 
 # ---- figures ------------------------------------------------------------------------------------
-def rss_kb(pid: int | str = "self") -> int:
-    """VmRSS of a process in kB (0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def children_of(pid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
