@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FLOWS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "load_config", "redis_url"]
+__all__ = ["FLOWS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "load_config", "redis_url",
+           "refuse_unknown"]
 
 SURFACES = ("web", "slack", "discord")
 FLOWS = ("starter", "single")
@@ -92,9 +93,7 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
     bot = tables.get("bot", {})
     if not isinstance(bot, dict):
         raise ConfigError("config: [bot] must be a table")
-    unknown = sorted(set(bot) - _BOT_KEYS)
-    if unknown:
-        raise ConfigError(f"config: unknown key [bot].{unknown[0]} (known: {', '.join(sorted(_BOT_KEYS))})")
+    refuse_unknown(bot, _BOT_KEYS, "[bot]")
 
     surfaces = _surfaces(args, tables)
     root = args.root or env.get("FLOWER_BOT_ROOT") or _typed(bot, "root", str, "./flower-runs")
@@ -125,6 +124,13 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         tables=tables,
     )
     return cfg
+
+
+def refuse_unknown(table: Mapping[str, Any], known: set[str], where: str, hint: str = "") -> None:
+    """A ConfigError naming the first key of `table` that is not `known` (a typo is not ignored)."""
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(f"config: unknown key {where}.{unknown[0]} (known: {', '.join(sorted(known))}{hint})")
 
 
 def redis_url(value: str | None) -> str | None:
@@ -218,9 +224,7 @@ def _channels(table: Any) -> list[ChannelConfig]:
             raise ConfigError(f'config: {where}: a channel is "platform:channel", e.g. "slack:C0123"')
         if not isinstance(entry, dict):
             raise ConfigError(f"config: {where} must be a table")
-        unknown = sorted(set(entry) - _CHANNEL_KEYS)
-        if unknown:
-            raise ConfigError(f"config: unknown key {where}.{unknown[0]} (known: {', '.join(sorted(_CHANNEL_KEYS))})")
+        refuse_unknown(entry, _CHANNEL_KEYS, where)
         lists: dict[str, frozenset[str] | None] = {}
         for key in ("starters", "responders", "admins"):
             value = entry.get(key)

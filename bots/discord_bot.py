@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from adapters.discord_bridge import DiscordBridge, DiscordSettings
-from bots.config import BotConfig, ConfigError
+from bots.config import BotConfig, ConfigError, refuse_unknown
 
 __all__ = ["build", "settings_from"]
 
@@ -39,10 +39,7 @@ def build(cfg: BotConfig) -> DiscordBridge:
 
 
 def settings_from(env: dict[str, str], table: dict[str, Any]) -> DiscordSettings:
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise ConfigError(f"config: unknown key [discord].{unknown[0]} (known: {', '.join(sorted(_KEYS))}; the "
-                          "token comes from DISCORD_TOKEN only)")
+    refuse_unknown(table, _KEYS, "[discord]", "; the token comes from DISCORD_TOKEN only")
     token = env.get("DISCORD_TOKEN", "").strip()
     if not token:
         raise ConfigError("DISCORD_TOKEN is not set: put the bot's token (Developer Portal → Bot → Reset Token) in "

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from adapters.slack import DEFAULT_API_URL, SlackFrontend, SlackSettings
-from bots.config import BotConfig, ConfigError
+from bots.config import BotConfig, ConfigError, refuse_unknown
 
 __all__ = ["build", "settings_from"]
 
@@ -40,10 +40,8 @@ def build(cfg: BotConfig) -> SlackFrontend:
 
 
 def settings_from(env: dict[str, str], table: dict[str, Any]) -> SlackSettings:
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise ConfigError(f"config: unknown key [slack].{unknown[0]} (known: {', '.join(sorted(_KEYS))}; tokens "
-                          "come from SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_SIGNING_SECRET only)")
+    refuse_unknown(table, _KEYS, "[slack]", "; tokens come from SLACK_BOT_TOKEN, SLACK_APP_TOKEN, "
+                   "SLACK_SIGNING_SECRET only")
     mode = _str(table, "mode") or "socket"
     if mode not in ("socket", "http"):
         raise ConfigError(f'config: [slack].mode must be "socket" or "http", got {mode!r}')

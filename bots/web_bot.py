@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.web import WebFrontend
-from bots.config import BotConfig, ConfigError
+from bots.config import BotConfig, ConfigError, refuse_unknown
 from bots.flower_cli import has_credentials
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build"]
@@ -24,9 +24,7 @@ _WEB_KEYS = {"host", "port", "token"}
 
 def build(cfg: BotConfig) -> WebFrontend:
     table = cfg.section("web")
-    unknown = sorted(set(table) - _WEB_KEYS)
-    if unknown:
-        raise ConfigError(f"config: unknown key [web].{unknown[0]} (known: {', '.join(sorted(_WEB_KEYS))})")
+    refuse_unknown(table, _WEB_KEYS, "[web]")
     host = _host(cfg, table)
     port = _port(cfg, table)
     token = cfg.env.get("FLOWER_WEB_TOKEN") or table.get("token") or None

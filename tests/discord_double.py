@@ -31,6 +31,7 @@ from tests.discord_checks import check_message
 from tests.discord_gateway import Gateway, Session
 from tests.discord_interactions import InteractionRoutes, Ix, json_response
 from tests.discord_payloads import Person, snowflake
+from tests.waiting import until
 
 TOKEN = "test-bot-token"
 
@@ -264,14 +265,7 @@ class DiscordDouble(InteractionRoutes):
 
     async def until(self, pred: Callable[[DiscordDouble], Any], timeout: float = 60.0) -> Any:
         """Wait for a condition on what the double saw; re-checked after every call and frame."""
-        async def loop() -> Any:
-            while True:
-                self._change.clear()
-                got = pred(self)
-                if got:
-                    return got
-                await self._change.wait()
-        return await asyncio.wait_for(loop(), timeout)
+        return await until(self._change, lambda: pred(self), timeout)
 
     def fail(self, method: str, pattern: str, *, status: int = 429, times: int = 1, retry_after: float = 0.05) -> None:
         """The next `times` calls matching method and path regex answer `status` (429: rate limited)."""

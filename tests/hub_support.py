@@ -18,6 +18,7 @@ from adapters.view import ViewConfig
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from flower_core.devmodel import ModelDouble
 from tests.runtime_support import FAST
+from tests.waiting import until
 
 ASK = "mcp__human__ask"
 INBOX = "mcp__human__inbox"
@@ -39,14 +40,7 @@ class Watch:
         surface.on_call = lambda call: self._changed.set()
 
     async def until(self, pred: Callable[[MemorySurface], Any], timeout: float = 60.0) -> Any:
-        async def loop() -> Any:
-            while True:
-                self._changed.clear()
-                got = pred(self.surface)
-                if got:
-                    return got
-                await self._changed.wait()
-        return await asyncio.wait_for(loop(), timeout)
+        return await until(self._changed, lambda: pred(self.surface), timeout)
 
     async def card(self, key: str, *, open_: bool = True, timeout: float = 60.0) -> OutMessage:
         """The message with this key once it shows buttons (open_) or none (settled)."""

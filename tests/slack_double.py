@@ -25,6 +25,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.waiting import until
+
 BOT_USER, BOT_ID, TEAM, APP = "UBOT", "BBOT", "T0001", "A0001"
 BOT_TOKEN, APP_TOKEN = "xoxb-double-bot", "xapp-double-app"
 
@@ -148,14 +150,7 @@ class SlackDouble:
 
     async def wait_for(self, pred: Callable[[SlackDouble], Any], timeout: float = 60.0) -> Any:
         """Wait until pred(double) is truthy (re-checked after every change); returns its value."""
-        async def loop() -> Any:
-            while True:
-                self._changed.clear()
-                got = pred(self)
-                if got:
-                    return got
-                await self._changed.wait()
-        return await asyncio.wait_for(loop(), timeout)
+        return await until(self._changed, lambda: pred(self), timeout)
 
     async def connected(self, timeout: float = 30.0) -> None:
         await self.wait_for(lambda d: d._sockets, timeout)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.access import Access
+from adapters.chores import Chores
 from adapters.hub import routing as _routing
 from adapters.hub import wake as _wake
 from adapters.hub.cards import Cards
@@ -88,7 +89,7 @@ class Hub:
         self.mirrors = Mirrors(self, dm_after_s=dm_after_s)
         self.cards = Cards(store, self.live)
         self._budgets: dict[tuple[str, str], RateBudget] = {}
-        self._chores: set[asyncio.Future[object]] = set()
+        self._chores = Chores()
 
     # ---- intents --------------------------------------------------------------------------------
     async def start(self, task: str, thread: ThreadRef, user: str, *,
@@ -127,7 +128,7 @@ class Hub:
             self.store.set_run_status(run_id, "failed")
             return await self.refuse(thread, user, f"Could not start the run: {exc}", run_id)
         if self.transport.remote:
-            self._chore(self._say_if_queued(run_id))
+            self._chores.spawn(self._say_if_queued(run_id))
         return IntentResult(True, f"Started run {run_id}.", run_id)
 
     async def answer(self, run_id: str, card_id: str, text: str, user: str, *,
@@ -330,11 +331,6 @@ class Hub:
         if waits and live is not None and not live.holder:
             live.pipe.put(live.view.notice("⏳ Every worker is busy (or none is running): the run starts as soon "
                                            "as one has room."))
-
-    def _chore(self, coro: Awaitable[object]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._chores.add(task)
-        task.add_done_callback(self._chores.discard)
 
     # ---- internals -------------------------------------------------------------------------------
     async def _checked(self, run_id: str, user: str, what: str) -> tuple[RunRecord | None, IntentResult]:

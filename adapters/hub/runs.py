@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from adapters.chores import Chores
 from adapters.hop import hop
 from adapters.hub.ledger import CardLedger, card_gen
 from adapters.hub.pipe import RunPipe
@@ -122,7 +123,7 @@ class LiveRun:
         self._ending = False
         self._closing: asyncio.Future[None] | None = None
         self._by: dict[str, str] = {}  # card id -> who is settling it
-        self._chores: set[asyncio.Task[Any]] = set()
+        self._chores = Chores()
         self._oracle_n = 0
         self._status = record.status
         self._reused: set[str] = set()
@@ -163,8 +164,7 @@ class LiveRun:
             return
         self._ending = True
         try:
-            if self._chores:
-                await asyncio.gather(*self._chores, return_exceptions=True)
+            await self._chores.wait()
             if end.state == "died":
                 return  # the bot is going away (or the run moved): its cards stay open
             self._settle_old_cards(final=True)
@@ -238,7 +238,7 @@ class LiveRun:
             self._on_ask(self, card_id, state)
         if held is not None:
             # After this event is fully handled, never from inside the channel's own emit.
-            self._chore(self._answer_held(card_id, *held))
+            self._chores.spawn(self._answer_held(card_id, *held))
 
     async def _answer_held(self, card_id: str, text: str, by: str) -> None:
         card = self.view.open_card(card_id)
@@ -254,7 +254,7 @@ class LiveRun:
             self.pipe.put(self.view.show_card(AskCard(
                 rec.card_id, "", rec.question, rec.options, state="answered", answer=answer, by=by,
                 note="The woken run did not ask this again; the answer went to its inbox.")))
-            self._chore(self._mail(f"The human's answer to your earlier question “{rec.question}” "
+            self._chores.spawn(self._mail(f"The human's answer to your earlier question “{rec.question}” "
                                    f"(given while the run was restarting): {answer}", by))
 
     async def _mail(self, text: str, by: str, *, origin: str = "", only_in: str = "") -> str | None:
@@ -284,12 +284,6 @@ class LiveRun:
         if status != self._status:
             self._status = status
             self.store.set_run_status(self.run_id, status)
-
-    def _chore(self, coro: Any) -> None:
-        """Run a coroutine for this run on its loop, kept until done (the end waits for them)."""
-        task = asyncio.ensure_future(coro)
-        self._chores.add(task)
-        task.add_done_callback(self._chores.discard)
 
     # ---- intents (access already checked by the hub) -------------------------------------------
     async def answer(self, card_id: str, text: str, user: str, *, decline: bool = False,
@@ -387,5 +381,5 @@ class LiveRun:
                 answer = f"(the oracle failed: {type(exc).__name__}: {exc})"
             self.pipe.put(self.view.oracle(n, question, answer, user))
 
-        self._chore(ask())
+        self._chores.spawn(ask())
         return IntentResult(True, "Asked the oracle; its answer will appear in the thread.", self.run_id)

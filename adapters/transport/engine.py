@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.chores import Chores
 from adapters.hop import hop
 from adapters.transport.base import RunEnd, RunSink
 from adapters.transport.plan import RunFactory, RunPlan, default_factory
@@ -58,7 +59,7 @@ class RunEngine:
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_reason = ""
-        self._oracles: set[asyncio.Task[str]] = set()
+        self._oracles = Chores()
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -112,8 +113,7 @@ class RunEngine:
             log.exception("run %s crashed", self.run_id)
             state, error = "failed", f"{type(exc).__name__}: {exc}"
         try:
-            if self._oracles:
-                await asyncio.gather(*self._oracles, return_exceptions=True)
+            await self._oracles.wait()
             cost = float(self.runtime.total_cost() or 0.0)
             end = RunEnd(state, text=text, failed_at=failed_at, error=error, cost_usd=cost,
                          steps=len(self.workflow.results))
@@ -148,7 +148,4 @@ class RunEngine:
     async def ask_oracle(self, question: str) -> str:
         if self.oracle is None:
             raise LookupError("this run has no oracle")
-        task: asyncio.Task[str] = asyncio.ensure_future(self.oracle.ask(question))
-        self._oracles.add(task)
-        task.add_done_callback(self._oracles.discard)
-        return await task
+        return str(await self._oracles.spawn(self.oracle.ask(question)))

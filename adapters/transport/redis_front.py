@@ -24,6 +24,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.chores import Chores
 from adapters.transport import wire
 from adapters.transport.base import RunEnd, RunSink, Undelivered
 from adapters.transport.plan import RunPlan
@@ -64,7 +65,7 @@ class RedisTransport:
         self.latency: deque[float] = deque(maxlen=10_000)  # seconds from a worker's write to dispatch here
         self.gaps = 0  # messages missing in a run's sequence (a lost write would show here)
         self._closing = False
-        self._bg: set[asyncio.Task[Any]] = set()
+        self._bg = Chores()
 
     # ---- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -76,8 +77,7 @@ class RedisTransport:
 
     async def close(self) -> None:
         self._closing = True
-        if self._bg:
-            await asyncio.gather(*self._bg, return_exceptions=True)
+        await self._bg.wait()
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -124,21 +124,14 @@ class RedisTransport:
         self.runs[run_id] = Follow(sink)
         if not attach:
             fields = {"run": run_id, "plan": plan.to_json()}
-            submit = asyncio.ensure_future(persist("submit run", lambda: self.redis.xadd(self.keys.work, fields)))
-            self._submitted[run_id] = submit
-            self._bg.add(submit)
-            submit.add_done_callback(self._bg.discard)
+            submit = persist("submit run", lambda: self.redis.xadd(self.keys.work, fields))
+            self._submitted[run_id] = self._bg.spawn(submit)
         elif run_id != self._handing:  # this front (re)starts following a run going on a worker
             held = self._orphans.pop(run_id, None)  # messages that came while nobody followed it
             if held:
                 asyncio.get_running_loop().call_soon(lambda: [self._dispatch(f) for f in held])
             self.tell(run_id, "sync")  # and where it is now: its step, its open questions
         return RedisRun(self, run_id)
-
-    def _background(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._bg.add(task)
-        task.add_done_callback(self._bg.discard)
 
     # ---- events in ------------------------------------------------------------------------------
     async def _read(self) -> None:
@@ -221,7 +214,7 @@ class RedisTransport:
             self._submitted.pop(run_id, None)
             if self.runs.get(run_id) is follow:
                 del self.runs[run_id]
-            self._background(follow.sink.ended(wire.end_of(fields)))
+            self._bg.spawn(follow.sink.ended(wire.end_of(fields)))
 
     # ---- intents out ----------------------------------------------------------------------------
     async def call(self, run_id: str, op: str, *, for_holder: bool = False, timeout: float | None = None,
@@ -259,7 +252,7 @@ class RedisTransport:
     def tell(self, run_id: str, op: str, **args: str) -> None:
         """An intent without a reply (a stop): whoever holds the run applies it, now or after a takeover."""
         fields = wire.intent_fields(op, uuid.uuid4().hex, reply=False, **args)
-        self._background(persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields)))
+        self._bg.spawn(persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields)))
 
     def detach(self, run_id: str) -> bool:
         """Stop following a run (this front is going away); it goes on on its worker."""
@@ -267,7 +260,7 @@ class RedisTransport:
         self._submitted.pop(run_id, None)
         if follow is None:
             return False
-        self._background(follow.sink.ended(RunEnd("died")))
+        self._bg.spawn(follow.sink.ended(RunEnd("died")))
         return True
 
 

@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from adapters.chores import Chores
 from adapters.transport import wire
 from adapters.transport.base import RunEnd
 from adapters.transport.engine import EngineKit, RunEngine
@@ -126,7 +127,7 @@ class RedisWorker:
         self._room = asyncio.Event()
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
-        self._asides: set[asyncio.Task[None]] = set()
+        self._asides = Chores()  # oracle questions: slow, never hold up the next intent
 
     # ---- capacity -------------------------------------------------------------------------------
     def running(self) -> int:
@@ -344,9 +345,7 @@ class RedisWorker:
                 held.sink.replay()
             out = {"ok": True}
         elif op == "oracle":
-            task = asyncio.create_task(self._oracle(engine, iid, words))  # slow: never holds up the next intent
-            self._asides.add(task)
-            task.add_done_callback(self._asides.discard)
+            self._asides.spawn(self._oracle(engine, iid, words))
             return
         else:
             out = {"error": f"unknown intent {op!r}"}

@@ -167,6 +167,14 @@ class WebFrontend:
                       "open it as ?token=… once, or send 'Authorization: Bearer …')")
 
     # ---- change signals -------------------------------------------------------------------------
+    async def end_socket(self, ws: web.WebSocketResponse, reader: asyncio.Task[None]) -> None:
+        """A socket's last steps, whichever route served it: forget it, stop its reader, close it."""
+        self.sockets.discard(ws)
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        await ws.close()
+
     def runs_changed(self) -> None:
         """The runs list may have changed: every page refreshes it."""
         self.runs_version += 1

@@ -22,7 +22,6 @@ and nothing is missed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,11 +99,7 @@ async def page_ws(request: web.Request) -> web.WebSocketResponse:
             watching.log.release(watcher.wake)
         w.surface.unwatch(watcher)
         w.pages.discard(watcher)
-        w.sockets.discard(ws)
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reader
-        await ws.close()
+        await w.end_socket(ws, reader)
     return ws
 
 

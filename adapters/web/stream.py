@@ -11,7 +11,6 @@ cursor to use next. At most PAGE_MAX events per answer: ask again from `last`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 from typing import TYPE_CHECKING, Any
@@ -86,11 +85,7 @@ async def run_ws(request: web.Request) -> web.WebSocketResponse:
         pass  # the client went away mid-send
     finally:
         log.release(wake)
-        w.sockets.discard(ws)
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reader
-        await ws.close()
+        await w.end_socket(ws, reader)
     return ws
 
 
