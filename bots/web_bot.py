@@ -31,7 +31,8 @@ def build(cfg: BotConfig) -> WebFrontend:
     if token is not None and (not isinstance(token, str) or len(token) < 16 or any(c.isspace() for c in token)):
         raise ConfigError("web token (FLOWER_WEB_TOKEN or [web].token) must be at least 16 characters, no spaces")
     root = getattr(cfg, "root", None)
-    demo = bool(cfg.demo) or not has_credentials(cfg.env)
+    # With --redis the workers pick the model: this process cannot say the page shows the offline demo.
+    demo = cfg.redis_url is None and (bool(cfg.demo) or not has_credentials(cfg.env))
     return WebFrontend(host=host, port=port, token=token, demo=demo,
                           db_path=Path(root) / "web-threads.db" if root is not None else None)
 

@@ -62,3 +62,11 @@ def test_an_unreachable_redis_stops_the_process_at_once_in_one_line(module: str,
     last = done.stderr.strip().splitlines()[-1]
     assert "cannot reach Redis at redis://127.0.0.1" in last and "secret" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_front_over_redis_does_not_claim_the_offline_demo_for_its_workers() -> None:
+    from bots.web_bot import build
+
+    local = build(load_config(build_parser().parse_args(["web"]), {}))
+    front = build(load_config(build_parser().parse_args(["web", "--redis", "redis://127.0.0.1:1/0"]), {}))
+    assert local.demo and not front.demo  # no credentials here: only the one-process bot runs the demo model
