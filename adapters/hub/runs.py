@@ -271,8 +271,8 @@ class LiveRun:
         """Cards from before a wake that the woken run did not ask again: deliver or close them."""
         self._deliver_held()
         for rec in self.ledger.open_cards():
-            if self.view.open_card(rec.card_id) is not None or (final and rec.held is not None):
-                continue  # bound to a live question, or an answer waiting for the next worker
+            if self.view.open_card(rec.card_id) is not None:
+                continue  # bound to a live question
             if card_gen(rec.card_id) < self.view.gen or final:
                 self.ledger.settled(rec.card_id, "cancelled")
                 self.pipe.put(self.view.show_card(AskCard(
