@@ -145,4 +145,4 @@ async def test_a_parked_run_cancelled_settles_its_question_and_keeps_the_record(
         p.rt.close()
     assert p.events.asks() == [("q1", "asked"), ("q1", "cancelled")]
     record = ParkRecords(p.rt.run_dir / "parked").all()[0]
-    assert record.question == "Which colour?" and record.mail == ["kept for later"]
+    assert record.question == "Which colour?" and record.kept_mail() == [("m1", "kept for later")]

@@ -26,6 +26,7 @@ class MemoryStateStore:
         self._receipts: dict[tuple[str, str], Receipt] = {}
         self._policies: dict[str, ChannelPolicy] = {}
         self._mirrors: dict[tuple[str, ThreadRef], Mirror] = {}  # insertion order = the order they were added
+        self._intents: dict[str, dict[str, tuple[str, str]]] = {}  # run -> iid -> (data, settled), in order
 
     def bind_thread(self, thread: ThreadRef, run_id: str) -> None:
         with self._lock:
@@ -119,6 +120,28 @@ class MemoryStateStore:
         with self._lock:
             found = [m.run_id for (_, t), m in self._mirrors.items() if t == thread and m.scope == "all"]
             return found[-1] if found else None
+
+    def log_intent(self, run_id: str, iid: str, data: str) -> bool:
+        with self._lock:
+            log = self._intents.setdefault(run_id, {})
+            if iid in log:
+                return False
+            log[iid] = (data, "")
+            return True
+
+    def unsettled_intents(self, run_id: str) -> list[str]:
+        with self._lock:
+            return [data for data, settled in self._intents.get(run_id, {}).values() if not settled]
+
+    def settle_intent(self, run_id: str, iid: str, how: str) -> None:
+        with self._lock:
+            log = self._intents.get(run_id, {})
+            if iid in log and not log[iid][1]:
+                log[iid] = (log[iid][0], how)
+
+    def count_unsettled_intents(self) -> int:
+        with self._lock:
+            return sum(1 for log in self._intents.values() for _d, settled in log.values() if not settled)
 
     def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None:
         with self._lock:

@@ -44,6 +44,10 @@ CREATE TABLE IF NOT EXISTS mirrors (
     run_id TEXT NOT NULL, thread TEXT NOT NULL, scope TEXT NOT NULL, by TEXT NOT NULL, seq INTEGER NOT NULL,
     PRIMARY KEY (run_id, thread));
 CREATE INDEX IF NOT EXISTS mirrors_thread ON mirrors(thread, seq);
+CREATE TABLE IF NOT EXISTS intents (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, iid TEXT NOT NULL UNIQUE, data TEXT NOT NULL,
+    settled TEXT NOT NULL DEFAULT '', settled_at REAL);
+CREATE INDEX IF NOT EXISTS intents_open ON intents(run_id, settled, seq);
 """
 SCHEMA_VERSION = "1"
 
@@ -193,6 +197,25 @@ class SQLiteStateStore:
         row = self._one("SELECT run_id FROM mirrors WHERE thread=? AND scope='all' ORDER BY seq DESC LIMIT 1",
                         (str(thread),))
         return None if row is None else str(row[0])
+
+    # intents: committed before log_intent returns (WAL: a SIGKILL of this process loses no commit)
+    def log_intent(self, run_id: str, iid: str, data: str) -> bool:
+        return self._exec("INSERT OR IGNORE INTO intents(run_id, iid, data) VALUES (?, ?, ?)",
+                          (run_id, iid, data)) > 0
+
+    def unsettled_intents(self, run_id: str) -> list[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT data FROM intents WHERE run_id=? AND settled='' ORDER BY seq",
+                                    (run_id,)).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def settle_intent(self, run_id: str, iid: str, how: str) -> None:
+        self._exec("UPDATE intents SET settled=?, settled_at=? WHERE run_id=? AND iid=? AND settled=''",
+                   (how, self._clock(), run_id, iid))
+
+    def count_unsettled_intents(self) -> int:
+        row = self._one("SELECT COUNT(*) FROM intents WHERE settled=''", ())
+        return int(row[0]) if row else 0
 
     # access
     def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None:

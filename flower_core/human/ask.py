@@ -32,6 +32,9 @@ class Ask:
     # specially from ``facts``; it never counts against the model's question quota.
     kind: str = ""
     facts: dict[str, Any] = field(default_factory=dict, repr=False)
+    # Asked again by a new process from what the old one left (a parked or cut-off question): the
+    # event says so, so an answer given to the old process can be applied to it.
+    restored: bool = False
 
     @property
     def waited_s(self) -> float:
@@ -52,6 +55,8 @@ class Ask:
             "remaining": -1 if self.kind else remaining,  # the quota is the model's, not the runtime's
             "asked_at": self.asked_at,
         }
+        if self.restored:
+            payload["restored"] = True
         if self.kind:
             payload = {**self.facts, "kind": self.kind, **payload}
         return Event("ask", text=self.question, payload=payload, raw=self)

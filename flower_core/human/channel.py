@@ -204,14 +204,17 @@ class HumanChannel:
         """Refuse a waiting question; the model decides on its own. False if it is no longer waiting."""
         return self._settle_from_anywhere(ask_id, "declined", texts.cap(str(reason).strip()))
 
-    def send(self, text: str) -> Mail | None:
-        """The human speaks up: queue mail for the inbox tool and append it to amend_path. None if empty."""
+    def send(self, text: str, *, mail_id: str | None = None) -> Mail | None:
+        """The human speaks up: queue mail for the inbox tool and append it to amend_path. None if empty.
+
+        ``mail_id``: an id that outlives this process (a front end's durable intent id), so the mail can
+        be recognised in the stored session later; default "m<n>"."""
         if not isinstance(text, str) or not text.strip():
             return None
         body = texts.cap(text.strip())
         amended = self.amend(body)  # before queueing, so the delivered event reports it too
         with self._lock:
-            mail = Mail(id=f"m{len(self.mail) + 1}", text=body, amended=amended)
+            mail = Mail(id=mail_id or f"m{len(self.mail) + 1}", text=body, amended=amended)
             self.mail.append(mail)
             event = mail.event()
         self._emit_on_loop(event)
@@ -270,11 +273,13 @@ class HumanChannel:
 
     def restore(self, question: str, options: list[str], asked_at: float) -> Ask:
         """Re-open a question parked by an earlier process: waiting and parked from the start, timed from
-        its first ``asked_at``. Emits its "asked" event again (front ends find their old card by it)."""
+        its first ``asked_at``. Emits its "asked" event again, marked ``restored`` (front ends find their
+        old card by it, and an answer given to the old process can be applied to it)."""
         loop = asyncio.get_running_loop()
         self._remember_loop()
         with self._lock:
-            ask = Ask(id=f"q{len(self.asks) + 1}", question=question, options=list(options), asked_at=asked_at)
+            ask = Ask(id=f"q{len(self.asks) + 1}", question=question, options=list(options), asked_at=asked_at,
+                      restored=True)
             self.asks.append(ask)
             self._counted += 1
             self._futures[ask.id] = loop.create_future()
@@ -283,13 +288,21 @@ class HumanChannel:
         self._wake_pullers()
         return ask
 
-    def requeue(self, texts_: list[str]) -> list[Mail]:
-        """Queue mail kept from an earlier process as is: it was amended and reported there already."""
+    def requeue(self, kept: list[str] | list[tuple[str, str]]) -> list[Mail]:
+        """Queue mail kept from an earlier process as is: it was amended and reported there already.
+
+        Items are texts, or (mail id, text) for mail with a durable id; an id already here is skipped
+        (the same mail may be kept in two places: a park record and a front end's intent log)."""
         with self._lock:
             out = []
-            for body in texts_:
-                mail = Mail(id=f"m{len(self.mail) + 1}", text=body)
+            known = {m.id for m in self.mail}
+            for item in kept:
+                mail_id, body = item if isinstance(item, tuple) else (f"m{len(self.mail) + 1}", item)
+                if mail_id in known:
+                    continue
+                mail = Mail(id=mail_id, text=body)
                 self.mail.append(mail)
+                known.add(mail_id)
                 out.append(mail)
             return out
 

@@ -41,6 +41,9 @@ class RunState:
         self.window, self.at, self.warn_at = window, at, warn_at
         self.lock = threading.Lock()
         self.pending: str | None = None
+        # The human's words that went into the prompt of the attempt about to start (loop thread only):
+        # when that attempt turns out to be a restored parked question, they interrupt it instead.
+        self.carried: str | None = None
         self.poked = asyncio.Event()
         self.signal: StopSignal | None = None
         self.writing = False

@@ -36,6 +36,9 @@ CONTINUE_MAX_AGE_MS = 10 * 365 * 24 * 3600 * 1000
 # Copied from the call's turn onto the result entry, as the CLI itself does.
 _INHERITED = ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch")
 _MESSAGES = ("user", "assistant")
+# How the CLI closes an in-flight call when it is interrupted (docs/parking.md, fact 2).
+REJECTED = "User rejected tool use"
+INTERRUPTED_LINE = "[Request interrupted by user"
 
 
 def continue_env(note: str) -> dict[str, str]:
@@ -95,6 +98,39 @@ def last_open_call(entries: list[dict[str, Any]], tool: str) -> tuple[str, dict[
     return call_id, args if isinstance(args, dict) else {}, asked_at
 
 
+def _is_cli_rejection(entry: Mapping[str, Any], call_id: str) -> bool:
+    """The CLI's own closing of a call on an interrupt: a rejected result, or the interruption line."""
+    if entry.get("type") != "user":
+        return False
+    if entry.get("toolUseResult") == REJECTED and any(
+            isinstance(b, dict) and b.get("tool_use_id") == call_id for b in _content(entry)):
+        return True
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    texts = [content] if isinstance(content, str) else [
+        b.get("text") for b in _content(entry) if isinstance(b, dict) and b.get("type") == "text"]
+    return bool(texts) and all(isinstance(t, str) and t.startswith(INTERRUPTED_LINE) for t in texts)
+
+
+def interrupted_call(entries: list[dict[str, Any]], tool: str) -> str | None:
+    """The uuid of the entry holding the last call to ``tool`` when all that follows it is the CLI's
+    own closing of it on an interrupt: what a process stopped (SIGTERM, a park cut short) while its
+    question waited leaves. Cutting after that entry leaves a session ``last_open_call`` adopts."""
+    main = [e for e in entries if not e.get("isSidechain") and e.get("type") in _MESSAGES]
+    for i in range(len(main) - 1, -1, -1):
+        entry = main[i]
+        if entry.get("type") != "assistant":
+            continue
+        calls = [b for b in _content(entry) if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if len(calls) != 1 or calls[0].get("name") != tool or not isinstance(entry.get("uuid"), str):
+            return None
+        after = main[i + 1:]
+        if after and all(_is_cli_rejection(e, str(calls[0].get("id"))) for e in after):
+            return str(entry["uuid"])
+        return None
+    return None
+
+
 def result_entry(call: Mapping[str, Any], call_id: str, text: str, *, is_error: bool = False,
                  now: float | None = None) -> dict[str, Any]:
     """The user entry that answers ``call_id`` with ``text``, shaped like the CLI's own for an MCP result."""
@@ -129,7 +165,14 @@ class ParkRecord:
     options: list[str] = field(default_factory=list)
     asked_at: float = 0.0
     parked_at: float = field(default_factory=time.time)
-    mail: list[str] = field(default_factory=list)  # inbox mail still queued when the process went away
+    # Inbox mail still queued when the process went away: [id, text] pairs (plain texts in older records).
+    mail: list[Any] = field(default_factory=list)
+
+    def kept_mail(self) -> list[tuple[str, str]] | list[str]:
+        """The kept mail in the shape HumanChannel.requeue takes."""
+        if all(isinstance(m, list | tuple) and len(m) == 2 for m in self.mail):
+            return [(str(m[0]), str(m[1])) for m in self.mail]
+        return [str(m) for m in self.mail if isinstance(m, str)]
 
 
 class ParkRecords:

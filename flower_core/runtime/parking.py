@@ -34,10 +34,13 @@ from flower_core.runtime.parked import (
     ParkRecords,
     call_entry,
     continue_env,
+    interrupted_call,
     last_open_call,
     open_call,
     result_entry,
 )
+from flower_core.runtime.transcript import close_cut_off
+from flower_core.sdk_events import tool_summary
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry
@@ -136,6 +139,7 @@ class Parking:
         self._attempt, self._absorb, self._emit = attempt, absorb, emit
         self._calls: dict[int, Calls] = {}  # per running step (id of its RunState)
         self._parking: dict[int, tuple[Any, str]] = {}  # step -> (ask, call id) being parked now
+        self._resumed: set[int] = set()  # steps whose first attempt was looked at (see _close_cut_off)
 
     # -- the runtime's hooks ------------------------------------------------------------------------
     def observe(self, state: RunState, ev: Event) -> bool:
@@ -154,9 +158,15 @@ class Parking:
     async def attempt(self, spec: Any, prompt: str, resume: str | None, fork: bool, state: RunState) -> Outcome:
         """One attempt as the runtime sees it: parks and resumes inside as often as the step asks."""
         channel = _parkable(getattr(spec, "channel", None))
+        first = id(state) not in self._resumed
+        self._resumed.add(id(state))
         if channel is None:
+            if resume and first and not fork:
+                await self._close_cut_off(resume, state)
             return await self._attempt(spec, prompt, resume, fork, state)
-        parked = await self._restore(resume, fork, state, channel) if resume else None
+        parked = await self._restore(resume, fork, state, channel, adopt=first) if resume else None
+        if resume and first and not fork and parked is None:
+            await self._close_cut_off(resume, state)
         run_prompt: str | None = prompt
         while True:
             if parked is None:
@@ -238,10 +248,12 @@ class Parking:
         self._emit(state, _event(PARKED, record, ask.id, restored=False))
         return record, ask
 
-    async def _restore(self, resume: str, fork: bool, state: RunState, channel: Any) -> tuple[ParkRecord, Any] | None:
-        """Resuming a session parked by an earlier process: ask its question again, parked from the start."""
+    async def _restore(self, resume: str, fork: bool, state: RunState, channel: Any, *,
+                       adopt: bool) -> tuple[ParkRecord, Any] | None:
+        """Resuming a session parked by an earlier process: ask its question again, parked from the start.
+        ``adopt``: the step's first attempt, where a question cut off by a process's end is picked up too."""
         record = None if fork else self.records.load(resume)
-        if record is None and not fork and self.policy.adopt:
+        if record is None and not fork and adopt and self.policy.adopt:
             record = await self._adopt(resume, state, channel)
         if record is None:
             return None
@@ -249,8 +261,12 @@ class Parking:
             self.records.delete(resume)  # the session went on without it: nothing left to answer
             return None
         ask = channel.restore(record.question, record.options, record.asked_at)
-        channel.requeue(record.mail)
+        channel.requeue(record.kept_mail())
         record.mail = []
+        if state.carried is not None:  # words meant for this attempt's prompt: the person spoke instead
+            state.add_pending(state.carried)
+            state.carried = None
+            state.poked.set()
         self._emit(state, _event(PARKED, record, ask.id, restored=True))
         return record, ask
 
@@ -258,6 +274,10 @@ class Parking:
         """A record for a session that ends on the channel's ask call and nothing else (None otherwise)."""
         try:
             entries = [dict(e) for e in await self.store.load(self._key(sid)) or []]
+            cut = interrupted_call(entries, channel.tool_name)
+            if cut is not None:  # stopped mid-question: the CLI's rejection of the call goes, as on a park
+                self.store.truncate_after(sid, cut, project_key=self.project_key())
+                entries = [dict(e) for e in await self.store.load(self._key(sid)) or []]
         except Exception:
             return None
         found = last_open_call(entries, channel.tool_name)
@@ -269,6 +289,18 @@ class Parking:
             return None
         options = [str(o) for o in args.get("options") or [] if isinstance(o, str | int | float)]
         return ParkRecord(sid, call_id, state.result.step, question, options, asked_at or time.time())
+
+    async def _close_cut_off(self, sid: str, state: RunState) -> None:
+        """A session resumed from an earlier process may end on calls the dead process never finished:
+        each gets a result saying so (transcript.close_cut_off), and the front ends are told."""
+        try:
+            cut = await close_cut_off(self.store, self._key(sid))
+        except Exception:  # a store problem: the CLI's own closing of the calls still applies
+            return
+        if cut:
+            calls = [{"id": c.call_id, "tool": c.tool, "safe": c.safe, "summary": tool_summary(c.args)} for c in cut]
+            self._emit(state, Event("system", text="cut_off", payload={
+                "subtype": "cut_off", "step": state.result.step, "session_id": sid, "calls": calls}))
 
     # -- waiting and answering ------------------------------------------------------------------------
     async def _wait(self, record: ParkRecord, ask: Any, state: RunState, channel: Any) -> tuple[str, bool]:
@@ -292,7 +324,7 @@ class Parking:
             settle.cancel()  # the run is stopped or the process is going away: settles it "cancelled"
             with contextlib.suppress(asyncio.CancelledError):
                 await settle
-            record.mail = [m.text for m in channel.pending_mail()]
+            record.mail = [[m.id, m.text] for m in channel.pending_mail()]
             self._keep(record)
             raise
         ask = settle.result()

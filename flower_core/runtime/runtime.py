@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields, replace
 from functools import partial
 from pathlib import Path
@@ -39,6 +39,7 @@ from flower_core.runtime.parked import ParkRecords
 from flower_core.runtime.parking import Parking, ParkPolicy
 from flower_core.runtime.resilience import Resilience, classify
 from flower_core.runtime.results import StepResult
+from flower_core.runtime.transcript import SessionFacts, ask_calls, human_inputs
 from flower_core.session_store import SQLiteSessionStore
 from flower_core.spec import AgentSpec, build_options, resolve_env
 
@@ -91,6 +92,7 @@ class Runtime:
         self.cli_stderr: deque[str] = deque(maxlen=200)
         self._active: list[RunState] = []
         self._lock = threading.Lock()
+        self._early: str | None = None  # interrupt words said while no step ran: for the next step's prompt
         self.budget = Budget.coerce(budget)
         self.budget.watch(self._budget_reached)
         self.parking = Parking(ParkPolicy.coerce(park), store=self.store, project_key=lambda: self.project_key,
@@ -115,6 +117,16 @@ class Runtime:
         """The context level of a stored session's last turn (0 when unknown)."""
         return self.store.last_context(session_id, project_key=self.project_key)
 
+    async def session_facts(self, session_ids: Iterable[str], *, ask_tool: str = "mcp__human__ask") -> SessionFacts:
+        """What the stored sessions say reached the model (see transcript.py); unknown ids add nothing."""
+        facts = SessionFacts()
+        for sid in dict.fromkeys(s for s in session_ids if s):
+            entries = [dict(e) for e in await self.store.load({"project_key": self.project_key, "session_id": sid})
+                       or []]
+            facts.inputs += human_inputs(entries)
+            facts.asks += ask_calls(entries, ask_tool)
+        return facts
+
     def total_cost(self) -> float:
         return round(sum(r.cost_usd for r in self.results), 4)
 
@@ -130,11 +142,13 @@ class Runtime:
         """Interrupt the running step(s) from any thread; False when nothing is running.
 
         Cooperative: the attempt stops at the next message boundary and the same session resumes
-        with ``text`` (empty = a neutral "continue"). Words said while no attempt is in flight are
-        delivered with the next prompt.
+        with ``text`` (empty = a neutral "continue"). Words said while no step is running are kept
+        and delivered with the next step's prompt (then False is returned).
         """
         with self._lock:
             states = list(self._active)
+            if not states and text.strip():
+                self._early = text if self._early is None else f"{self._early}\n{text}"
         for state in states:
             state.add_pending(text)
             with contextlib.suppress(RuntimeError):  # the loop is gone: nothing left to interrupt
@@ -177,6 +191,9 @@ class Runtime:
                          at=self.handoff.at(window), warn_at=self.handoff.warn_at(window))
         with self._lock:
             self._active.append(state)
+            early, self._early = self._early, None
+        if early is not None:
+            state.add_pending(early)
         try:
             await self._drive(spec, prompt, resume, fork, state)
         except asyncio.CancelledError:
@@ -206,10 +223,12 @@ class Runtime:
             words = state.take_pending()
             if gate.words:
                 words = f"{gate.words}\n\n{words}" if words else gate.words
+            state.carried = None
             if cur_prompt is None:
                 cur_prompt = interrupt_prompt(words or "")
             elif words is not None:
                 cur_prompt = human_addendum(cur_prompt, words)
+                state.carried = words
             if cur_resume and not cur_fork:
                 state.set_session(cur_resume)
             try:

@@ -1,0 +1,197 @@
+"""What a stored session says happened: the facts a new process checks before it resumes one.
+
+A process that dies mid-step leaves its session in the SessionStore up to the last entry the CLI
+mirrored. Before resuming it, a new process asks three questions of that transcript (pure functions
+over its entries, newest state last):
+
+- ``human_inputs``: what reached the model from the human's side (prompts, tool results) and when,
+  so input given to the dead process can be checked for ("was this mail delivered?");
+- ``ask_calls``: the questions the model asked and what each call returned, if anything;
+- ``cut_off_calls``: tool calls of the last assistant turn that never got a result: the process died
+  while they ran, so nobody knows whether they took effect.
+
+``Runtime.session_facts`` gathers the first two over a run's sessions; ``Parking`` closes cut-off
+calls before a session resumes (parking.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from flower_core.runtime.parked import result_entry
+
+if TYPE_CHECKING:
+    from claude_agent_sdk.types import SessionKey, SessionStoreEntry
+
+_MESSAGES = ("user", "assistant")
+# Tools that change nothing outside the model's head: cut off, they are simply worth running again.
+READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite", "NotebookRead",
+                             "ToolSearch", "mcp__human__inbox"})
+CUT_OFF_UNSAFE = ("[This call was cut off: the process running it stopped before its result was recorded, so it "
+                  "may or may not have taken effect. Check what it would have changed before running it again.]")
+CUT_OFF_SAFE = ("[This call was cut off: the process running it stopped before its result was recorded. It changes "
+                "nothing, so run it again if you still need its result.]")
+
+
+@dataclass(frozen=True)
+class HumanInput:
+    """One piece of text the model received from the human's side: a prompt or a tool result."""
+
+    at: float
+    text: str
+    tool_result: bool = False
+
+
+@dataclass(frozen=True)
+class AskCall:
+    """One question the model asked with a tool, and the text its call returned (None: no result yet)."""
+
+    call_id: str
+    question: str
+    result: str | None = None
+
+
+@dataclass(frozen=True)
+class CutOff:
+    """A tool call of the session's last assistant turn that never got its result."""
+
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    entry: dict[str, Any]
+
+    @property
+    def safe(self) -> bool:
+        return self.tool in READ_ONLY_TOOLS
+
+
+@dataclass
+class SessionFacts:
+    """What a run's stored sessions say (see the module docstring)."""
+
+    inputs: list[HumanInput] = field(default_factory=list)
+    asks: list[AskCall] = field(default_factory=list)
+
+    def delivered(self, marker: str, *, since: float = 0.0) -> int:
+        """How many inputs at or after ``since`` contain ``marker``."""
+        return sum(i.text.count(marker) for i in self.inputs if i.at >= since) if marker else 0
+
+    def answered(self, question: str) -> AskCall | None:
+        """The newest call asking ``question`` that has a result."""
+        wanted = _squash(question)
+        return next((a for a in reversed(self.asks) if a.result is not None and _squash(a.question) == wanted), None)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _main(entries: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [e for e in entries if e.get("type") in _MESSAGES and not e.get("isSidechain")]
+
+
+def _blocks(entry: Mapping[str, Any]) -> list[Any]:
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
+
+
+def _text_of(content: Any) -> str:
+    """The text of a block's content: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _args(block: Mapping[str, Any]) -> dict[str, Any]:
+    args = block.get("input")
+    return dict(args) if isinstance(args, dict) else {}
+
+
+def _at(entry: Mapping[str, Any]) -> float:
+    stamp = entry.get("timestamp")
+    if not isinstance(stamp, str):
+        return 0.0
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def human_inputs(entries: Iterable[Mapping[str, Any]]) -> list[HumanInput]:
+    out: list[HumanInput] = []
+    for entry in _main(entries):
+        if entry.get("type") != "user":
+            continue
+        at = _at(entry)
+        for block in _blocks(entry):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and block.get("text"):
+                out.append(HumanInput(at, str(block["text"])))
+            elif block.get("type") == "tool_result":
+                out.append(HumanInput(at, _text_of(block.get("content")), tool_result=True))
+    return out
+
+
+def ask_calls(entries: Iterable[Mapping[str, Any]], tool: str) -> list[AskCall]:
+    calls: dict[str, AskCall] = {}
+    for entry in _main(entries):
+        for block in _blocks(entry):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and block.get("name") == tool and isinstance(block.get("id"), str):
+                calls[block["id"]] = AskCall(block["id"], str(_args(block).get("question", "")))
+            elif block.get("type") == "tool_result" and block.get("tool_use_id") in calls:
+                call = calls[block["tool_use_id"]]
+                calls[call.call_id] = AskCall(call.call_id, call.question, _text_of(block.get("content")))
+    return list(calls.values())
+
+
+def cut_off_calls(entries: Iterable[Mapping[str, Any]]) -> list[CutOff]:
+    """Calls of the last assistant message that no result answers (only the last message can have
+    them: the Messages API wants every call answered in the very next user message)."""
+    main = _main(entries)
+    last = next((i for i in range(len(main) - 1, -1, -1) if main[i].get("type") == "assistant"), None)
+    if last is None:
+        return []
+    message = main[last].get("message")
+    mid = message.get("id") if isinstance(message, dict) else None
+    # The CLI stores one entry per content block, all with the message's id.
+    group = [i for i, e in enumerate(main) if e.get("type") == "assistant" and mid is not None
+             and isinstance(e.get("message"), dict) and e["message"].get("id") == mid] or [last]
+    answered = {b.get("tool_use_id") for e in main[group[0]:] if e.get("type") == "user"
+                for b in _blocks(e) if isinstance(b, dict) and b.get("type") == "tool_result"}
+    out: list[CutOff] = []
+    for i in group:
+        for block in _blocks(main[i]):
+            if (isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str)
+                    and block["id"] not in answered):
+                out.append(CutOff(block["id"], str(block.get("name", "")), _args(block), dict(main[i])))
+    return out
+
+
+async def close_cut_off(store: Any, key: SessionKey) -> list[CutOff]:
+    """Answer every cut-off call of a stored session with a result saying it was cut off (an error
+    result, chained after the session's last entry), so the resumed model decides whether to run it
+    again: a shell command or an edit is never re-run blindly, nor silently dropped. Returns them."""
+    entries = [dict(e) for e in await store.load(key) or []]
+    cut = cut_off_calls(entries)
+    if not cut:
+        return []
+    parent = next((e["uuid"] for e in reversed(entries) if isinstance(e.get("uuid"), str)), None)
+    written = []
+    for call in cut:
+        entry = result_entry(call.entry, call.call_id, CUT_OFF_SAFE if call.safe else CUT_OFF_UNSAFE, is_error=True)
+        entry["parentUuid"] = parent
+        parent = entry["uuid"]
+        written.append(cast("SessionStoreEntry", entry))
+    await store.append(key, written)
+    return cut
