@@ -15,6 +15,7 @@ dec   decline an ask                      required   —
 stop  stop the run                        —          —
 int   interrupt the run with a message    —          —
 orc   ask the oracle about the run        —          —
+wake  wake a run that did not come back   —          —
 ====  ==================================  =========  ======
 
 Fields may not contain ":" or whitespace. ``ID_PATTERN`` is a regex usable as a discord.py
@@ -38,6 +39,7 @@ VERBS: dict[str, tuple[bool, bool]] = {
     "stop": (False, False),
     "int": (False, False),
     "orc": (False, False),
+    "wake": (False, False),
 }
 
 _FIELD = r"[^:\s]"

@@ -131,16 +131,12 @@ after_end = "Going with {last_tool_result}."
 say = "One question first."
 call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
 """
-# A run that asks, is cut off by a bot restart while the question waits, and asks again once woken:
-# the scenario every "the old card still answers after a restart" test plays. (A resumed history
-# holds the cut-off call, its closing result and one more turn: the second turn is never served.)
-RESTART_SCENARIO = 'name = "restart-life"' + FIRST_QUESTION + """
-[[conversation.turn]]
-say = "never served"
-[[conversation.turn]]
-say = "Asking again: {last_user_text}"
-call = [{ tool = "mcp__human__ask", input = { question = "Tabs or spaces?", options = ["tabs", "spaces"] } }]
-"""
+# A run that asks, is cut off by a bot restart while the question waits, and comes back by itself: the
+# question is restored on its old card from the stored session (the model is never asked to repeat it),
+# and the answer reaches the model as that call's result. Every process-restart test plays it.
+RESTART_SCENARIO = 'name = "restart-life"' + FIRST_QUESTION
+# What the thread of a run brought back after a restart says (adapters/hub/wake.py BACK).
+BACK_NOTE = "picks up where it was"
 
 
 # A run that asks twice in one session; the second question says what the first was answered with, so a

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from adapters.hub import Hub
+from adapters.hub.runs import KEPT
 from adapters.memory_surface import MemorySurface
 from adapters.surface import ThreadRef
 from bots import bot as bot_module
 from bots.bot import build_parser, serve
 from bots.config import BotConfig, ConfigError, load_config
-from bots.flows import RESUME_PROMPT
-from tests.hub_support import RESTART_SCENARIO, Watch, button, transcript_has
+from tests.hub_support import BACK_NOTE, RESTART_SCENARIO, Watch, button, transcript_has
 
 THREAD = ThreadRef("memory", "C1", "t1")
 
@@ -105,7 +105,7 @@ class MemoryFrontend:
 
 
 
-async def test_serve_a_life_shutdown_and_restart_wakes_from_the_old_card(tmp_path: Path,
+async def test_serve_a_life_shutdown_and_restart_brings_the_run_back_on_its_old_card(tmp_path: Path,
                                                                           monkeypatch: Any) -> None:
     scenario = tmp_path / "life.toml"
     scenario.write_text(RESTART_SCENARIO, encoding="utf-8")
@@ -139,11 +139,12 @@ async def test_serve_a_life_shutdown_and_restart_wakes_from_the_old_card(tmp_pat
 
     task, stop, second = await life()
     assert second.hub is not None
-    await watch.until(lambda s: any("stopped with it" in m.text for m in s.thread(kind="notice")))
+    await watch.until(lambda s: any(BACK_NOTE in m.text for m in s.thread(kind="notice")))
+    await watch.until(lambda s: KEPT in s.find("ask:1-q1")[-1].msg.text)  # restored on its old card
     answered = await second.hub.handle_action(button(card, "spaces"), "ana", delivery_id="click-1")
-    assert answered.ok, answered.message
+    assert answered.ok and answered.message == "Answered: spaces", answered.message
     await watch.until(lambda s: any("Going with spaces." in m.text for m in s.thread(kind="prose")))
-    assert any(RESUME_PROMPT in m.text for m in surface.thread(kind="prose"))
+    assert not surface.find("ask:2-")  # the model did not have to ask again
     await watch.until(lambda s: bool(s.thread(kind="summary")))
     record = second.hub.store.get_run(run_id)
     assert record is not None and record.status == "done"

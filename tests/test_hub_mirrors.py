@@ -12,7 +12,7 @@ from adapters.memory_surface import MemorySurface
 from adapters.state import ChannelPolicy, MemoryStateStore, SQLiteStateStore
 from adapters.surface import ThreadRef
 from tests.conftest import scenario_of
-from tests.hub_support import INBOX, Watch, ask_call, button, make_hub, transcript_has
+from tests.hub_support import BACK_NOTE, INBOX, Watch, ask_call, button, make_hub, transcript_has
 
 HOME = ThreadRef("chat", "C1", "t1")
 FOLLOW = ThreadRef("other", "G7", "t9")
@@ -132,10 +132,8 @@ async def test_mirrors_survive_a_restart(double_factory: Any, cli_home: Path, tm
     store = SQLiteStateStore(tmp_path / "state.db")
     hub = make_hub(tmp_path, md, cli_home, chat, store)
     hub.surfaces["other"] = other
-    assert await hub.recover() == [run]
-    await watch.until(lambda s: any("stopped with it" in t for t in texts(s, FOLLOW)))
-    assert hub.run_in(FOLLOW) == run
-    assert (await hub.wake(run, "ana")).ok
-    await watch.until(lambda s: any("woke the run" in t for t in texts(s, FOLLOW)))
+    assert await hub.recover() == []
+    await watch.until(lambda s: any(BACK_NOTE in t for t in texts(s, FOLLOW)))  # the mirror hears it came back
+    assert hub.run_in(FOLLOW) == run and run in hub.live
     await hub.close()
     store.close()

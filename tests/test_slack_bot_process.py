@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hub_support import RESTART_SCENARIO
+from tests.hub_support import BACK_NOTE, RESTART_SCENARIO
 from tests.slack_double import APP_TOKEN, BOT_TOKEN, SlackDouble
 from tests.slack_support import C1, card, root_of
 
@@ -131,7 +131,7 @@ async def test_a_killed_bot_restarts_and_the_old_card_still_answers(tmp_path: Pa
             await first.kill()
 
             second = await up()
-            await double.wait_for(lambda d: root_of(d).header().startswith("💤"), 60)
+            await double.wait_for(lambda d: root_of(d).header().startswith("🅿️"), 60)  # back by itself, parked
             assert card(double, C1, root, "Tabs or spaces?") is not None  # still open, buttons and all
             await double.send("interactive", old_click)
             await double.wait_for(lambda d: d.find(C1, root, lambda m: "Going with spaces." in m.body()), 90)
@@ -147,6 +147,6 @@ async def test_a_killed_bot_restarts_and_the_old_card_still_answers(tmp_path: Pa
     settled = card(double, C1, root, "Tabs or spaces?", open_=False)
     assert settled is not None and "Answer: spaces" in settled.body()
     assert len(double.roots(C1)) == 1 and double.connections == 2
-    assert double.find(C1, root, lambda m: "stopped with it" in m.body())
+    assert double.find(C1, root, lambda m: BACK_NOTE in m.body())
     for bot in bots:
         assert BOT_TOKEN not in bot.output and APP_TOKEN not in bot.output and "Traceback" not in bot.output

@@ -5,7 +5,7 @@ through `Surface.notify`, and change nothing).
 Intents: start, answer, decline, send (inbox), interrupt, oracle, stop, status, wake; and
 `handle_action` for button ids from `adapters.ids` (deduplicated on the platform's delivery id,
 and per question: the first click answers, later ones are told it is settled). Restart handling
-(`recover`, waking runs, answers to cards of runs that died with the process) is in wake.py;
+(`recover`: runs come back by themselves; waking runs; answers to cards of runs asleep) is in wake.py;
 what a message or a button means, in routing.py. Runs themselves go through a transport
 (adapters/transport): in this process by default, to `flower-worker`s over Redis.
 """
@@ -40,6 +40,7 @@ from adapters.state import RunRecord, StateStore
 from adapters.surface import OutMessage, Surface, SurfaceError, ThreadRef
 from adapters.transport import LocalTransport, RunFactory, RunPlan, Transport, default_factory
 from adapters.transport.engine import EngineKit
+from adapters.transport.intents import StoreIntentLog
 from adapters.view import RunView, ViewConfig
 from adapters.view import fmt as _fmt
 from flower_core import Event
@@ -57,7 +58,8 @@ class Hub:
                  runtime_options: Mapping[str, Any] | None = None, oracle: bool = True,
                  budget_usd: float | None = None, dm_after_s: float | None = 60.0,
                  park_after_s: float | None = 120.0, max_parked: int = 1000,
-                 budget_ceilings: Mapping[str, float] | None = None, transport: Transport | None = None) -> None:
+                 budget_ceilings: Mapping[str, float] | None = None, transport: Transport | None = None,
+                 wake_on_start: bool = True) -> None:
         if isinstance(surfaces, Mapping):
             self.surfaces = dict(surfaces)
         else:
@@ -81,10 +83,14 @@ class Hub:
         self.taps: list[Callable[[str, Event], object]] = []
         self.clock, self.sleeper = clock, sleeper
         self.use_oracle = oracle
+        # At start, runs the last process left live come back by themselves (wake.py); off: a person wakes them.
+        self.wake_on_start = wake_on_start
         # Where runs go: this process by default; `transport=` hands them to workers (RedisTransport).
+        # In process, inputs are logged in the state store (so they outlive the process) and a question a
+        # dead process left open in its session is picked up again (adopt).
         self.transport: Transport = transport or LocalTransport(EngineKit(
             factory=factory or default_factory, env=env, runtime_options=dict(runtime_options or {}),
-            park_after_s=park_after_s, may_park=self._may_park, oracle=oracle))
+            park_after_s=park_after_s, may_park=self._may_park, oracle=oracle, adopt=True), StoreIntentLog(store))
         self.live: dict[str, LiveRun] = {}
         self.mirrors = Mirrors(self, dm_after_s=dm_after_s)
         self.cards = Cards(store, self.live)
@@ -223,7 +229,7 @@ class Hub:
         if record is None:
             return refusal
         live = self.live.get(run_id)
-        if live is not None and live.cancel("stopped", user):
+        if live is not None and await live.stop(user):
             return IntentResult(True, f"Stopping run {run_id}.", run_id)
         if record.status in ("died", "parked"):  # asleep since a restart: stopping means "do not wake it"
             self.store.set_run_status(run_id, "stopped")
@@ -234,8 +240,8 @@ class Hub:
         return await _wake.wake(self, run_id, user, remark)
 
     async def recover(self) -> list[str]:
-        """After a restart: report the runs that died with the old process; returns their ids. Parked
-        runs did not die: they are brought back, still waiting on their question (see wake.py)."""
+        """After a restart: bring back the runs the old process left (see wake.py); returns the ids of
+        those that could not come back (their threads were told, with a Wake button)."""
         return await _wake.recover(self)
 
     def status(self, *, thread: ThreadRef | None = None, run_id: str | None = None) -> IntentResult:

@@ -37,7 +37,7 @@ class CardRecord:
     state: str = "asked"
     by: str = ""
     answer: str = ""
-    held: str | None = None  # an answer given while the run was not running, waiting for a re-ask
+    held: str | None = None  # the answer being given (durable in the run's intent log): one at a time
     held_by: str = ""
 
 
@@ -79,6 +79,13 @@ class CardLedger:
         rec = self.cards.get(card_id)
         if rec is not None:
             rec.held, rec.held_by = answer, by
+            self._save()
+
+    def release(self, card_id: str) -> None:
+        """The held answer did not apply (the question had closed): the card takes answers again."""
+        rec = self.cards.get(card_id)
+        if rec is not None and rec.held is not None:
+            rec.held, rec.held_by = None, ""
             self._save()
 
     def open_cards(self) -> list[CardRecord]:

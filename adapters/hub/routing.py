@@ -67,4 +67,6 @@ async def handle_action(hub: Hub, action_id: str, user: str, *, delivery_id: str
         return await hub.stop(run_id, user)
     if verb == "int":
         return await hub.interrupt(run_id, text or "", user)
+    if verb == "wake":
+        return await hub.wake(run_id, user)
     return await hub.oracle(run_id, text or "", user)

@@ -1,20 +1,18 @@
-"""Restart and wake: runs outlive the bot process only on disk, and this is how they come back.
+"""Restart and wake: runs outlive the bot process on disk, and this is how they come back.
 
-- `recover()` (at bot start): every run the store still calls starting/running/waiting died with
-  the old process. Its thread is told so (status card edited in place, one notice); its open
-  ask cards stay as they are, buttons and all.
-- A click on such a card (`answer_sleeping`): the answer is held in the run's card ledger and the
-  run is woken. Workflow continuity does the rest: finished steps are not redone and the step
-  that was cut off resumes its session. When the woken run asks the same question again it is
-  bound to the old card (no second card) and the held answer is given at once. If it asks
-  something else first, or its step ends without asking, the held answer goes to its inbox (and
-  so into the brief) instead, and the card says so — an answer is never silently lost.
-- `wake()`: the same without an answer (a person asks for it); open old cards come back to life
-  when their questions are re-asked.
-- A run that was parked (no CLI, waiting on a question: flower_core/runtime/parking.py) did not die:
-  `recover()` brings it back at once, still parked. Its step resumes the parked session, which asks
-  the same question again without starting a CLI; the question lands on its old card, so an answer
-  there resumes the run exactly as it would have in the old process.
+- `recover()` (at bot start): every run the store still calls live (starting, running, waiting,
+  parked — and runs an older process left stopped) comes back by itself (`Hub.wake_on_start`,
+  default on). The run side resumes it where it was: finished steps are not redone, the cut-off step
+  resumes its session; a question the session still holds open is restored parked on its old card
+  (no CLI, no dependence on the model asking again); inputs the last process accepted but had not
+  carried out are replayed once (adapters/transport/applier.py). With workers (Redis) the runs never
+  stopped: the front follows them again.
+- A run that cannot come back (its launch fails), or every run when `wake_on_start` is off, is
+  marked "died": its thread says why, its status card gets a Wake button, and its old question cards
+  stay answerable. A person wakes it with the button, `/flower wake`, or `POST /api/runs/{id}/wake`.
+- An answer (or decline) on a card of a run that is not running (`answer_sleeping`): it is logged as
+  an intent and held on its card, and the run is woken; the woken run applies it to the restored
+  question (or, if the question was never stored, delivers it to the inbox).
 """
 
 from __future__ import annotations
@@ -27,7 +25,8 @@ from typing import TYPE_CHECKING
 from adapters.hub.ledger import CardLedger
 from adapters.hub.results import IntentResult
 from adapters.state import RunRecord
-from adapters.view import AskCard, RunView
+from adapters.transport.intents import Intent, Op
+from adapters.view import RunView
 
 if TYPE_CHECKING:
     from adapters.hub.hub import Hub
@@ -35,21 +34,29 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LIVE_STATUSES = ("starting", "running", "waiting")
+ASLEEP = ("died", "parked")
+BACK = "🔁 The bot restarted; the run picks up where it was (finished steps are not redone)."
 
 
 async def recover(hub: Hub) -> list[str]:
+    """Bring back what the last process left; returns the runs that could not come back."""
     died: list[str] = []
     for record in hub.store.list_runs():
-        if record.status not in (*LIVE_STATUSES, "parked") or record.run_id in hub.live:
+        if record.status not in (*LIVE_STATUSES, *ASLEEP) or record.run_id in hub.live:
             continue
+        if record.status == "died" and not hub.wake_on_start:
+            continue  # left asleep by an earlier process: only a person wakes it
         if hub.transport.remote and _follow_again(hub, record):
             continue  # it never stopped: it is on a worker
-        if record.status == "parked" and _bring_back_parked(hub, record):
-            continue
+        why = ""
+        if hub.wake_on_start or record.status == "parked":
+            why = _bring_back(hub, record)
+            if not why:
+                continue
         hub.store.set_run_status(record.run_id, "died")
         died.append(record.run_id)
         try:
-            await _report_death(hub, record)
+            await _report_death(hub, record, why)
         except Exception as exc:  # one unreachable thread must not stop the others being reported
             log.warning("could not report run %s: %r", record.run_id, exc)
     return died
@@ -65,24 +72,28 @@ def _follow_again(hub: Hub, record: RunRecord) -> bool:
     return True
 
 
-def _bring_back_parked(hub: Hub, record: RunRecord) -> bool:
-    """Relaunch a parked run in this process (it parks again before any CLI starts); False if it cannot."""
+def _bring_back(hub: Hub, record: RunRecord) -> str:
+    """Relaunch a run in this process where it was; "" on success, else why it could not come back."""
+    parked = record.status == "parked"
     try:
-        hub.launch(record, waking=True)
+        live = hub.launch(record, waking=True, restoring=True)
     except Exception as exc:
-        log.warning("parked run %s could not be brought back: %r", record.run_id, exc)
-        return False
-    return True
+        log.warning("run %s could not come back: %r", record.run_id, exc)
+        return f"{type(exc).__name__}: {exc}"
+    if not parked:  # a parked run just goes on waiting: its thread needs no word
+        live.pipe.put(live.view.notice(BACK))
+    return ""
 
 
-async def _report_death(hub: Hub, record: RunRecord) -> None:
+async def _report_death(hub: Hub, record: RunRecord, why: str) -> None:
     view = RunView(record.run_id, record.task, clock=hub.clock, config=hub.view_config, epoch=uuid.uuid4().hex[:6])
     view.status_card.state = "died"
     open_cards = len(CardLedger(record.run_dir).open_cards())
     asks = (f" Its {open_cards} open question{'s' if open_cards != 1 else ''} can still be answered on the "
-            "card — an answer wakes the run —" if open_cards else "")
-    text = (f"💤 The bot restarted and run {record.run_id} stopped with it.{asks} or wake it to continue where it "
-            "was cut off (finished steps are not redone).")
+            "card — an answer wakes the run." if open_cards else "")
+    cause = f" It could not come back by itself: {why}." if why else ""
+    text = (f"💤 The bot restarted and run {record.run_id} is not running.{cause}{asks} Wake it to continue where "
+            f"it was cut off (the Wake button, `/flower wake {record.run_id}`; finished steps are not redone).")
     places = [record.thread, *(m.thread for m in hub.store.mirrors_of(record.run_id)
                                if m.scope == "all" and m.thread.platform in hub.surfaces)]
     for thread in places:
@@ -124,7 +135,7 @@ async def answer_sleeping(hub: Hub, record: RunRecord, card_id: str, text: str, 
                           decline: bool) -> IntentResult:
     """An answer (or decline) on a card of a run that is not running in this process."""
     run_id = record.run_id
-    if record.status not in ("died", "parked"):
+    if record.status not in ASLEEP:
         return IntentResult(False, f"Run {run_id} has ended ({record.status}); its questions are closed.", run_id)
     ledger = CardLedger(record.run_dir)
     card = ledger.get(card_id)
@@ -140,23 +151,12 @@ async def answer_sleeping(hub: Hub, record: RunRecord, card_id: str, text: str, 
         held_by = hub.view_config.who(card.held_by)
         return IntentResult(False, f"An answer from {held_by} is already waiting for that question.", run_id,
                             duplicate=True)
-    if decline:
-        ledger.settled(card_id, "declined", by=user, answer=text)
-        outbox = hub.outbox(record.thread)
-        view = RunView(run_id, record.task, clock=hub.clock, config=hub.view_config)
-        for msg in view.show_card(AskCard(card_id, "", card.question, card.options, state="declined", answer=text,
-                                          by=user)):
-            outbox.put(msg)
-        await outbox.flush()
-        await outbox.close()
-        return IntentResult(True, "Declined; the run stays asleep.", run_id)
+    intent = Intent(Op.DECLINE if decline else Op.ANSWER, text, card=card_id, question=card.question, user=user)
+    await hub.transport.keep(run_id, intent)  # durable before anything is said
     ledger.hold(card_id, text, user)
     woke = await wake(hub, run_id, user)
     if not woke.ok:
-        return IntentResult(False, f"Your answer is kept for when the run wakes; it cannot wake now: {woke.message}",
+        return IntentResult(True, f"Your answer is kept for when the run wakes; it cannot wake now: {woke.message}",
                             run_id)
-    live = hub.live[run_id]
-    note = f"Answer from {hub.view_config.who(user)} received; waking the run to give it."
-    live.pipe.put(live.view.show_card(AskCard(card_id, "", card.question, card.options, note=note)))
     return IntentResult(True, "The run had stopped with a bot restart: it is waking up and gets your answer when it "
                         "asks again.", run_id)

@@ -3,8 +3,11 @@
 The chat side (LiveRun: view, cards, outboxes, the state store) never touches a Workflow, a Runtime
 or a HumanChannel; it holds a `RunSide` and is a `RunSink`:
 
-    chat side ──RunSide──▶ run side      answer / decline / send / interrupt / ask_oracle / cancel
+    chat side ──RunSide──▶ run side      submit(intent) / cancel
     chat side ◀──RunSink── run side      event / step_done / ended / handed_over
+
+Every input is an `Intent` (intents.py) that `submit` logs durably before it returns: in this
+process in the state store, over Redis in the run's intent stream.
 
 A `Transport` starts runs (or attaches to runs already going elsewhere) and returns their RunSide.
 In-process the calls are direct (local.py); over Redis they are stream entries (redis_*.py). Either
@@ -17,6 +20,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Protocol
 
+from adapters.transport.intents import Intent, Reply
 from adapters.transport.plan import RunPlan
 from flower_core import Event
 
@@ -57,24 +61,14 @@ class RunSide(Protocol):
 
     holder: str
 
-    async def answer(self, ask_id: str, text: str) -> bool: ...
-
-    async def decline(self, ask_id: str, reason: str) -> bool: ...
-
-    async def send(self, text: str) -> str | None:
-        """Inbox mail; the mail's id (None: nothing to send)."""
-        ...
-
-    async def interrupt(self, text: str) -> bool:
-        """True when a step was in flight (it resumes with the words), False when they wait for the next one."""
-        ...
-
-    async def ask_oracle(self, question: str) -> str:
-        """The oracle's answer about the run (the run is not disturbed)."""
+    async def submit(self, intent: Intent) -> Reply:
+        """Log the intent durably, then have the run apply it; the run's reply. Raises Undelivered when
+        no holder answers in time (the intent stays logged: the next holder applies it)."""
         ...
 
     def cancel(self, reason: str) -> bool:
-        """reason "stopped" (a person) or "shutdown" (this process is going away). False: nothing to cancel."""
+        """Stop the run side without a word: reason "shutdown" (this process is going away), or
+        "stopped" for a run that is not going anywhere (its stop was submitted). False: nothing to cancel."""
         ...
 
 
@@ -86,6 +80,10 @@ class Transport(Protocol):
     def launch(self, run_id: str, plan: RunPlan, sink: RunSink, *, attach: bool = False) -> RunSide:
         """Start (or wake) a run, or with ``attach`` follow one already going elsewhere. Raises when the
         run cannot be started here (the factory refused it)."""
+        ...
+
+    async def keep(self, run_id: str, intent: Intent) -> None:
+        """Log an intent for a run nobody holds now (it is asleep); its next holder applies it."""
         ...
 
     async def start(self) -> None: ...

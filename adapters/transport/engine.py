@@ -1,8 +1,11 @@
 """RunEngine: the run side of one run in this process — its workflow task, runtime, channel and oracle.
 
 It drives a RunSink: every event of the workflow and of its question channel (the oracle sees them
-first), each finished step, and at the end a RunEnd. `EngineKit` is how a process builds engines
-from RunPlans: the same code runs runs in `flower-bot` (local.py) and in `flower-worker`.
+first), each finished step, and at the end a RunEnd. Inputs arrive as intents (intents.py): `submit`
+logs one durably and applies it, `apply` applies one already logged elsewhere (a worker reading the
+run's Redis stream); the Applier settles them, and at start replays what a dead holder left.
+`EngineKit` is how a process builds engines from RunPlans: the same code runs runs in `flower-bot`
+(local.py) and in `flower-worker`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from typing import Any
 
 from adapters.chores import Chores
 from adapters.hop import hop
+from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
+from adapters.transport.intents import Intent, Op, Reply, RunLog
 from adapters.transport.plan import RunFactory, RunPlan, default_factory
 from flower_core import Event, Oracle, ParkPolicy, Runtime, Workflow
 
@@ -35,7 +40,7 @@ class EngineKit:
     oracle: bool = True
     adopt: bool = False  # restore a question whose process died before it parked (workers: see ParkPolicy)
 
-    def build(self, run_id: str, plan: RunPlan, sink: RunSink) -> RunEngine:
+    def build(self, run_id: str, plan: RunPlan, sink: RunSink, *, log: RunLog | None = None) -> RunEngine:
         workflow = self.factory(plan)
         park = ParkPolicy(self.park_after_s, allow=self.may_park, adopt=self.adopt)
         options = {"park": park, **self.runtime_options}
@@ -44,7 +49,7 @@ class EngineKit:
                           **options)
         oracle = Oracle(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench, env=env,
                         budget=workflow.budget) if self.oracle else None
-        return RunEngine(run_id, workflow, runtime, sink, oracle=oracle)
+        return RunEngine(run_id, workflow, runtime, sink, oracle=oracle, log=log)
 
 
 class RunEngine:
@@ -52,14 +57,19 @@ class RunEngine:
 
     holder = ""
 
-    def __init__(self, run_id: str, workflow: Workflow, runtime: Any, sink: RunSink, *, oracle: Any = None) -> None:
+    def __init__(self, run_id: str, workflow: Workflow, runtime: Any, sink: RunSink, *, oracle: Any = None,
+                 log: RunLog | None = None) -> None:
         self.run_id = run_id
         self.workflow, self.runtime, self.oracle, self.sink = workflow, runtime, oracle, sink
         self.channel = workflow.channel
+        self.log = log
+        self.applier = Applier(run_id, channel=self.channel, runtime=runtime, log_=log, ask_oracle=self._ask_oracle,
+                               cancel=self.cancel, emit=self.on_event)
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_reason = ""
         self._oracles = Chores()
+        self._reused: set[str] = set()  # steps an earlier process finished (their step_done reports at once)
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -87,16 +97,23 @@ class RunEngine:
             if self.oracle is not None:
                 with contextlib.suppress(Exception):
                     self.oracle.observe(ev)
+            if ev.kind == "step" and p.get("reused"):
+                self._reused.add(ev.text)
+            self.applier.observe(ev)
             self.sink.on_event(ev)
         except Exception as exc:
             log.warning("run %s: event %s not passed on: %r", self.run_id, ev.kind, exc)
 
     def _on_step(self, step: Any, result: Any) -> None:
+        if str(getattr(step, "name", "")) not in self._reused:  # a reused step ran nothing in this process
+            self.applier.step_done()
         self.sink.step_done(str(getattr(step, "name", "")))
 
     async def _main(self) -> None:
         state, failed_at, error, text = "done", "", "", ""
         try:
+            if await self.applier.replay():  # a stop the last holder never carried out
+                raise asyncio.CancelledError
             ctx = await self.workflow.run(self.runtime, on_event=self.on_event, on_step=self._on_step)
             failed_at = str(ctx.get("_failed_at") or "")
             results = self.workflow.results
@@ -114,6 +131,7 @@ class RunEngine:
             state, error = "failed", f"{type(exc).__name__}: {exc}"
         try:
             await self._oracles.wait()
+            await self.applier.ended(state)
             cost = float(self.runtime.total_cost() or 0.0)
             end = RunEnd(state, text=text, failed_at=failed_at, error=error, cost_usd=cost,
                          steps=len(self.workflow.results))
@@ -132,20 +150,36 @@ class RunEngine:
         self._task.cancel()
         return True
 
-    async def answer(self, ask_id: str, text: str) -> bool:
-        return self.channel is not None and bool(self.channel.answer(ask_id, text))
+    async def submit(self, intent: Intent) -> Reply:
+        """Log the intent durably (before anyone is told "ok"), then apply it."""
+        if self.log is not None:
+            self.log.append(intent)
+        return await self.applier.apply(intent)
 
-    async def decline(self, ask_id: str, reason: str) -> bool:
-        return self.channel is not None and bool(self.channel.decline(ask_id, reason))
+    async def apply(self, intent: Intent) -> Reply:
+        """Apply an intent logged already (a worker read it from the run's stream)."""
+        return await self.applier.apply(intent)
 
-    async def send(self, text: str) -> str | None:
-        mail = self.channel.send(text) if self.channel is not None else None
-        return None if mail is None else str(mail.id)
-
-    async def interrupt(self, text: str) -> bool:
-        return bool(self.runtime.interrupt(text))
-
-    async def ask_oracle(self, question: str) -> str:
+    async def _ask_oracle(self, question: str) -> str:
         if self.oracle is None:
             raise LookupError("this run has no oracle")
         return str(await self._oracles.spawn(self.oracle.ask(question)))
+
+    # ---- the worker's calls until it applies intents itself (adapters/transport/redis_worker.py) ----
+    async def answer(self, ask_id: str, text: str) -> bool:
+        return (await self.apply(Intent(Op.ANSWER, text, ask=ask_id))).ok
+
+    async def decline(self, ask_id: str, reason: str) -> bool:
+        return (await self.apply(Intent(Op.DECLINE, reason, ask=ask_id))).ok
+
+    async def send(self, text: str) -> str | None:
+        return (await self.apply(Intent(Op.SEND, text))).mail or None
+
+    async def interrupt(self, text: str) -> bool:
+        return (await self.apply(Intent(Op.INTERRUPT, text))).in_flight
+
+    async def ask_oracle(self, question: str) -> str:
+        reply = await self.apply(Intent(Op.ORACLE, question))
+        if reply.error:
+            raise RuntimeError(reply.error)
+        return reply.answer

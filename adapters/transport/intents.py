@@ -109,3 +109,67 @@ class IntentLog(Protocol):
         ...
 
     def settle(self, run_id: str, iid: str, how: Settled) -> None: ...
+
+
+class RunLog(Protocol):
+    """One run's part of an IntentLog, as its holder sees it (over Redis: fenced by the holder's generation)."""
+
+    def append(self, intent: Intent) -> bool: ...
+
+    def unsettled(self) -> list[Intent]: ...
+
+    def settle(self, iid: str, how: Settled) -> None: ...
+
+
+class BoundLog:
+    """A RunLog on an IntentLog for one run id."""
+
+    def __init__(self, log: IntentLog, run_id: str) -> None:
+        self.log, self.run_id = log, run_id
+
+    def append(self, intent: Intent) -> bool:
+        return self.log.append(self.run_id, intent)
+
+    def unsettled(self) -> list[Intent]:
+        return self.log.unsettled(self.run_id)
+
+    def settle(self, iid: str, how: Settled) -> None:
+        self.log.settle(self.run_id, iid, how)
+
+
+class StoreIntentLog:
+    """The IntentLog of one process: the bridge's state store (SQLite by default, so it outlives the process)."""
+
+    def __init__(self, store: IntentStore) -> None:
+        self.store = store
+
+    def append(self, run_id: str, intent: Intent) -> bool:
+        return self.store.log_intent(run_id, intent.iid, intent.to_json())
+
+    def unsettled(self, run_id: str) -> list[Intent]:
+        out = []
+        for data in self.store.unsettled_intents(run_id):
+            try:
+                out.append(Intent.from_json(data))
+            except (ValueError, KeyError, TypeError):
+                continue  # written by a newer version, say: never let one entry block the others
+        return out
+
+    def settle(self, run_id: str, iid: str, how: Settled) -> None:
+        self.store.settle_intent(run_id, iid, str(how))
+
+
+class IntentStore(Protocol):
+    """The part of adapters.state.StateStore the log needs."""
+
+    def log_intent(self, run_id: str, iid: str, data: str) -> bool: ...
+
+    def unsettled_intents(self, run_id: str) -> list[str]: ...
+
+    def settle_intent(self, run_id: str, iid: str, how: str) -> None: ...
+
+
+def mail_id_for(intent: Intent) -> str:
+    """The inbox id of mail sent by an intent: the same in every process, so the stored session shows
+    whether it reached the model (the inbox tool prints "[id] text")."""
+    return f"m-{intent.iid[:10]}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from adapters.transport.base import RunSide, RunSink
 from adapters.transport.engine import EngineKit, RunEngine
+from adapters.transport.intents import BoundLog, Intent, IntentLog
 from adapters.transport.plan import RunPlan
 
 
@@ -11,14 +12,14 @@ class LocalTransport:
     name = "in-process"
     remote = False
 
-    def __init__(self, kit: EngineKit) -> None:
-        self.kit = kit
+    def __init__(self, kit: EngineKit, log: IntentLog | None = None) -> None:
+        self.kit, self.log = kit, log  # log: where intents are kept (None: in memory only, lost with the process)
         self.engines: dict[str, RunEngine] = {}
 
     def launch(self, run_id: str, plan: RunPlan, sink: RunSink, *, attach: bool = False) -> RunSide:
         if attach:
             raise ValueError("an in-process run cannot be attached to: it lives and dies with this process")
-        engine = self.kit.build(run_id, plan, sink)
+        engine = self.kit.build(run_id, plan, sink, log=BoundLog(self.log, run_id) if self.log is not None else None)
         self.engines[run_id] = engine
         engine.start()
         task = engine.task
@@ -29,6 +30,10 @@ class LocalTransport:
     def _forget(self, run_id: str, engine: RunEngine) -> None:
         if self.engines.get(run_id) is engine:
             del self.engines[run_id]
+
+    async def keep(self, run_id: str, intent: Intent) -> None:
+        if self.log is not None:
+            self.log.append(run_id, intent)
 
     async def start(self) -> None:
         return None

@@ -27,6 +27,7 @@ from typing import Any
 from adapters.chores import Chores
 from adapters.transport import wire
 from adapters.transport.base import RunEnd, RunSink, Undelivered
+from adapters.transport.intents import Intent, Op, Reply
 from adapters.transport.plan import RunPlan
 from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist, reachable
 
@@ -249,6 +250,10 @@ class RedisTransport:
             raise Undelivered(f"run {run_id} has moved to another worker")
         return dict(reply)
 
+    async def keep(self, run_id: str, intent: Intent) -> None:
+        fields = wire.intent_fields(str(intent.op), intent.iid, reply=False, ask=intent.ask, text=intent.text)
+        await persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields))
+
     def tell(self, run_id: str, op: str, **args: str) -> None:
         """An intent without a reply (a stop): whoever holds the run applies it, now or after a takeover."""
         fields = wire.intent_fields(op, uuid.uuid4().hex, reply=False, **args)
@@ -274,6 +279,22 @@ class RedisRun:
     def holder(self) -> str:
         follow = self.t.runs.get(self.run_id)
         return follow.holder if follow is not None else ""
+
+    async def submit(self, intent: Intent) -> Reply:
+        if intent.op is Op.ANSWER:
+            return Reply(ok=await self.answer(intent.ask, intent.text))
+        if intent.op is Op.DECLINE:
+            return Reply(ok=await self.decline(intent.ask, intent.text))
+        if intent.op is Op.SEND:
+            return Reply(mail=await self.send(intent.text) or "")
+        if intent.op is Op.INTERRUPT:
+            return Reply(in_flight=await self.interrupt(intent.text))
+        if intent.op is Op.STOP:
+            return Reply(ok=self.cancel("stopped"))
+        try:
+            return Reply(answer=await self.ask_oracle(intent.text))
+        except RuntimeError as exc:
+            return Reply(ok=False, error=str(exc))
 
     async def answer(self, ask_id: str, text: str) -> bool:
         return bool((await self.t.call(self.run_id, "answer", for_holder=True, ask=ask_id, text=text)).get("ok"))

@@ -28,7 +28,7 @@ STATES: dict[str, tuple[str, str]] = {
     "done": ("✅", "Done"),
     "failed": ("❌", "Failed"),
     "stopped": ("⏹️", "Stopped"),
-    "died": ("💤", "Stopped by a bot restart"),
+    "died": ("💤", "Stopped: it could not come back after a restart"),
 }
 FINAL_STATES = frozenset({"done", "failed", "stopped", "died"})
 WARN_SHARE = 0.8  # of the cost cap: from here on the card is a warning
@@ -113,5 +113,7 @@ def render(card: StatusCard, now: float) -> OutMessage:
             Button("Ask the oracle…", encode("orc", card.run_id)),
             Button("Stop", encode("stop", card.run_id), "danger"),
         ]
+    elif card.state == "died":  # it could not come back by itself: a person may try again
+        buttons = [Button("Wake", encode("wake", card.run_id), "primary")]
     return OutMessage(STATUS_KEY, "status", "\n".join(lines), title=title, fields=fields, buttons=buttons,
                       replace=True, tone=card.tone())

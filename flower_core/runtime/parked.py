@@ -39,6 +39,8 @@ _MESSAGES = ("user", "assistant")
 # How the CLI closes an in-flight call when it is interrupted (docs/parking.md, fact 2).
 REJECTED = "User rejected tool use"
 INTERRUPTED_LINE = "[Request interrupted by user"
+# The tool result of a question withdrawn because the person interrupted the run to say something else.
+WITHDRAWN = "(The person interrupted the run instead of answering this question; their message follows.)"
 
 
 def continue_env(note: str) -> dict[str, str]:

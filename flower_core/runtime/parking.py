@@ -30,6 +30,7 @@ from flower_core.events import Event
 from flower_core.runtime.attempt import Outcome
 from flower_core.runtime.handoff import interrupt_prompt
 from flower_core.runtime.parked import (
+    WITHDRAWN,
     ParkRecord,
     ParkRecords,
     call_entry,
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 PARKED, UNPARKED = "parked", "unparked"
 # The one line the model reads after its tool result when a parked run resumes.
 RESUME_NOTE = "(Your question waited a while for the person; their reply is the tool result above. Continue.)"
-# The tool result of a question withdrawn because the person interrupted the run to say something else.
-WITHDRAWN = "(The person interrupted the run instead of answering this question; their message follows.)"
 # The fallback when the call could not be answered in the session: the reply goes in the prompt instead.
 UNANSWERED = "The reply to your question “{question}”: {reply}"
 _DONE_TASKS = frozenset({"completed", "failed", "killed", "stopped", "cancelled"})

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from flower_core.runtime.parked import result_entry
+from flower_core.runtime.parked import WITHDRAWN, result_entry
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry
@@ -45,6 +45,11 @@ class HumanInput:
     tool_result: bool = False
 
 
+# Results that close a question's call without anything from the person: ours, the CLI's, parking's.
+NOT_FROM_THE_PERSON = ("[This call was cut off", "[Tool call interrupted", "The user doesn't want to proceed",
+                       WITHDRAWN)
+
+
 @dataclass(frozen=True)
 class AskCall:
     """One question the model asked with a tool, and the text its call returned (None: no result yet)."""
@@ -52,6 +57,11 @@ class AskCall:
     call_id: str
     question: str
     result: str | None = None
+
+    @property
+    def settled_by_person(self) -> bool:
+        """The call returned an outcome of the question (an answer, a decline, a timeout), not a cut."""
+        return self.result is not None and not self.result.startswith(NOT_FROM_THE_PERSON)
 
 
 @dataclass(frozen=True)
@@ -75,14 +85,23 @@ class SessionFacts:
     inputs: list[HumanInput] = field(default_factory=list)
     asks: list[AskCall] = field(default_factory=list)
 
-    def delivered(self, marker: str, *, since: float = 0.0) -> int:
-        """How many inputs at or after ``since`` contain ``marker``."""
-        return sum(i.text.count(marker) for i in self.inputs if i.at >= since) if marker else 0
+    def delivered(self, marker: str, *, since: float = 0.0, prompts_only: bool = False) -> int:
+        """How many times ``marker`` occurs in inputs at or after ``since`` (``prompts_only``: not in
+        tool results)."""
+        if not marker:
+            return 0
+        return sum(i.text.count(marker) for i in self.inputs
+                   if i.at >= since and not (prompts_only and i.tool_result))
 
-    def answered(self, question: str) -> AskCall | None:
-        """The newest call asking ``question`` that has a result."""
+    def settled(self, question: str) -> bool:
+        """Did a call asking ``question`` return the question's outcome to the model?"""
         wanted = _squash(question)
-        return next((a for a in reversed(self.asks) if a.result is not None and _squash(a.question) == wanted), None)
+        return any(a.settled_by_person and _squash(a.question) == wanted for a in self.asks)
+
+    def open(self, question: str) -> bool:
+        """Is a call asking ``question`` still without a result (a new process restores it)?"""
+        wanted = _squash(question)
+        return any(a.result is None and _squash(a.question) == wanted for a in self.asks)
 
 
 def _squash(text: str) -> str:

@@ -1,0 +1,63 @@
+"""RunOptions: the per-run choices a starter may make, kept beside the run so a woken run keeps them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from adapters.view import fmt as _fmt
+
+__all__ = ["OPTIONS_FILE", "RunOptions"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Per-run choices a starter may make (a command option, a form field); None = the bot's default.
+
+    Kept in `<run_dir>/run-options.json` so a woken run keeps them.
+    """
+
+    timeout_s: float | None = None
+    max_asks: int | None = None
+    budget_usd: float | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({k: v for k, v in asdict(self).items() if v is not None})
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunOptions:
+        try:
+            data = json.loads((run_dir / OPTIONS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return cls()
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known}) if isinstance(data, dict) else cls()
+
+    def problem(self) -> str | None:
+        """What is wrong with these choices, said to the person who made them (None: nothing)."""
+        if self.max_asks is not None and self.max_asks < 0:
+            return "The question quota must be 0 or more."
+        if self.budget_usd is not None and self.budget_usd < 0:
+            return "The budget must be 0 or more dollars."
+        return None
+
+    def within(self, ceiling: float | None, *, default: float | None) -> tuple[RunOptions, str | None]:
+        """A channel's budget ceiling: the cap when none was asked for (nor set as the bot's `default`),
+        a refusal above it."""
+        if ceiling is None:
+            return self, None
+        asked = self.budget_usd if self.budget_usd is not None else default
+        if asked is None:
+            return replace(self, budget_usd=ceiling), None
+        if asked > ceiling:
+            return self, (f"This channel caps a run's budget at {_fmt.money(ceiling)}; ask for "
+                          f"{_fmt.money(ceiling)} or less.")
+        return replace(self, budget_usd=asked), None
+
+    def save(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / OPTIONS_FILE).write_text(self.to_json(), encoding="utf-8")
+
+
+OPTIONS_FILE = "run-options.json"

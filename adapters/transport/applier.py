@@ -1,0 +1,251 @@
+"""Applier: how the holder of a run applies intents to it, and settles them once their effect is durable.
+
+The holder's engine gives it the run's question channel, runtime and oracle, and forwards every event
+(`observe`) and finished step (`step_done`). Four moments matter:
+
+1. **start** (`replay`): the intents the last holder left unsettled are sorted against what the run's
+   stored sessions say reached the model (replay.py) and re-applied: words to the next prompt, mail
+   queued again under its own id, oracle questions asked again, a stop ends the run at once;
+   answers wait for the question the step restores from its session (a ``restored`` ask event with
+   the same text), and go to the inbox if the step goes on without it (a CLI starts instead);
+2. **live** (`apply`): one intent, applied at once; a refusal (the question is no longer waiting) is
+   settled at once, the rest stay unsettled until their effect is durable;
+3. **step done**: the step's transcript is stored, so what it consumed is settled: answers given, mail
+   the model took, interrupts that found it running;
+4. **run end**: everything left is settled (done when applied, moot when the run never used it);
+   not when the holder is going away (the next holder replays it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from adapters.chores import Chores
+from adapters.transport import replay as _replay
+from adapters.transport.intents import Intent, Op, Reply, RunLog, Settled, mail_id_for
+from flower_core import Event, Lineage
+
+log = logging.getLogger(__name__)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+class Applier:
+    def __init__(self, run_id: str, *, channel: Any, runtime: Any, log_: RunLog | None,
+                 ask_oracle: Callable[[str], Awaitable[str]], cancel: Callable[[str], bool],
+                 emit: Callable[[Event], None]) -> None:
+        self.run_id, self.channel, self.runtime, self.log = run_id, channel, runtime, log_
+        self._ask_oracle, self._cancel, self._emit = ask_oracle, cancel, emit
+        self._seen: dict[str, Reply] = {}  # iid -> its reply: a retried delivery gets the same answer
+        # Applied, effect not yet known to be durable (iids), by what settles them:
+        self._answered: set[str] = set()  # answers and declines a question took: at the step's end
+        self._mail: dict[str, str] = {}  # mail id -> iid, mail the model has not taken yet: at the run's end
+        self._taken: set[str] = set()  # mail the model took: at the step's end
+        self._in_flight: set[str] = set()  # interrupts that found a step running: at the step's end
+        self._later: set[str] = set()  # words for the next prompt, stops: at the run's end
+        self._waiting: list[Intent] = []  # answers for the question the step is about to restore
+        self._chores = Chores()
+
+    # ---- 1. start ---------------------------------------------------------------------------------
+    async def replay(self) -> bool:
+        """Re-apply what the last holder left; True when a stop is among it (the run must not go on)."""
+        if self.log is None:
+            return False
+        intents = self.log.unsettled()
+        if not intents:
+            return False
+        try:
+            facts = await self.runtime.session_facts(self._sessions())
+        except Exception as exc:  # the store is unreadable: re-apply everything rather than drop anything
+            log.warning("run %s: stored sessions unreadable, replaying every input: %r", self.run_id, exc)
+            facts = _NoFacts()
+        todo = _replay.plan(intents, facts)
+        for intent in todo.delivered:
+            self._settle(intent.iid, Settled.DONE)
+        for intent in todo.moot:
+            self._settle(intent.iid, Settled.MOOT)
+        if todo.stop is not None:
+            return True
+        for intent in todo.words:
+            self._seen[intent.iid] = Reply(in_flight=False)
+            self._later.add(intent.iid)
+        if todo.words:
+            self.runtime.interrupt("\n".join(i.text.strip() for i in todo.words))
+        if todo.mail and self.channel is not None:
+            self.channel.requeue([(mail_id_for(i), i.text) for i in todo.mail])
+            for intent in todo.mail:
+                self._mail[mail_id_for(intent)] = intent.iid
+                self._seen[intent.iid] = Reply(mail=mail_id_for(intent))
+        self._waiting = list(todo.waiting)
+        for intent in todo.to_inbox:
+            self._to_inbox(intent)
+        for intent in todo.oracle:
+            self._chores.spawn(self._replay_oracle(intent))
+        return False
+
+    def _sessions(self) -> Iterable[str]:
+        workspace, run_dir = getattr(self.runtime, "workspace", None), getattr(self.runtime, "run_dir", None)
+        if workspace is None or run_dir is None:
+            return []
+        return list(Lineage.open(run_dir, workspace).steps.values())
+
+    def _to_inbox(self, intent: Intent) -> None:
+        """An answer whose question the stored session never held: the agent gets it as mail."""
+        mail = self.channel.send(_replay.inbox_text(intent), mail_id=mail_id_for(intent)) if self.channel else None
+        if mail is None:
+            self._settle(intent.iid, Settled.MOOT)
+            return
+        self._mail[mail.id] = intent.iid
+        self._emit(Event("system", text="answer_to_inbox", payload={
+            "subtype": "answer_to_inbox", "card": intent.card, "mail": mail.id, "question": intent.question,
+            "answer": intent.text, "user": intent.user}))
+
+    async def _replay_oracle(self, intent: Intent) -> None:
+        reply = await self._oracle(intent)
+        self._emit(Event("system", text="oracle", payload={
+            "subtype": "oracle", "question": intent.text, "answer": reply.answer or reply.error, "user": intent.user,
+            "replayed": True}))
+
+    # ---- 2. live ----------------------------------------------------------------------------------
+    async def apply(self, intent: Intent) -> Reply:
+        if intent.iid in self._seen:
+            return self._seen[intent.iid]
+        reply = await self._apply(intent)
+        self._seen[intent.iid] = reply
+        return reply
+
+    async def _apply(self, intent: Intent) -> Reply:
+        if intent.op in (Op.ANSWER, Op.DECLINE):
+            return self._answer(intent)
+        if intent.op is Op.SEND:
+            mail = self.channel.send(intent.text, mail_id=mail_id_for(intent)) if self.channel is not None else None
+            if mail is None:
+                self._settle(intent.iid, Settled.REFUSED)
+                return Reply(ok=False)
+            self._mail[mail.id] = intent.iid
+            return Reply(mail=mail.id)
+        if intent.op is Op.INTERRUPT:
+            in_flight = bool(self.runtime.interrupt(intent.text))
+            (self._in_flight if in_flight else self._later).add(intent.iid)
+            return Reply(in_flight=in_flight)
+        if intent.op is Op.STOP:
+            self._later.add(intent.iid)
+            return Reply(ok=self._cancel("stopped"))
+        if intent.op is Op.ORACLE:
+            return await self._oracle(intent)
+        return Reply(ok=False, error=f"unknown intent {intent.op!r}")
+
+    def _answer(self, intent: Intent) -> Reply:
+        target = self._target(intent)
+        if target is None:
+            if any(_squash(w.question) == _squash(intent.question) for w in self._waiting):
+                self._waiting.append(intent)  # its question is being restored right now: it decides there
+                return Reply()
+            self._settle(intent.iid, Settled.REFUSED)
+            return Reply(ok=False)
+        settle = self.channel.answer if intent.op is Op.ANSWER else self.channel.decline
+        if not settle(target, intent.text):
+            self._settle(intent.iid, Settled.REFUSED)
+            return Reply(ok=False)
+        self._answered.add(intent.iid)
+        return Reply()
+
+    def _target(self, intent: Intent) -> str | None:
+        """The waiting question an answer is for: its ask id when it still asks the same thing (ids restart
+        with every holder), else the one waiting question with the same text."""
+        if self.channel is None:
+            return None
+        pending = [a for a in self.channel.pending() if not getattr(a, "kind", "") or a.id == intent.ask]
+        same = [a for a in pending if _squash(a.question) == _squash(intent.question)] if intent.question else pending
+        exact = [a for a in same if a.id == intent.ask]
+        if exact:
+            return str(exact[0].id)
+        return str(same[-1].id) if len(same) == 1 or (same and not intent.ask) else None
+
+    async def _oracle(self, intent: Intent) -> Reply:
+        try:
+            answer = await self._ask_oracle(intent.text)
+        except Exception as exc:  # a side question must never hurt the run
+            self._settle(intent.iid, Settled.DONE)
+            return Reply(ok=False, error=f"{type(exc).__name__}: {exc}")
+        self._settle(intent.iid, Settled.DONE)
+        return Reply(answer=answer)
+
+    # ---- events -----------------------------------------------------------------------------------
+    def observe(self, ev: Event) -> None:
+        """Every event of the run (loop thread). Never raises."""
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        if ev.kind == "ask" and p.get("kind") == "mail":
+            if p.get("state") == "delivered" and str(p.get("id")) in self._mail:
+                self._taken.add(self._mail.pop(str(p.get("id"))))
+        elif ev.kind == "ask" and p.get("state") == "asked" and p.get("restored") and self._waiting:
+            asked = _squash(ev.text)
+            mine = [w for w in self._waiting if _squash(w.question) == asked]
+            if mine:
+                self._waiting = [w for w in self._waiting if w not in mine]
+                # Not from inside the channel's own emit: once this event is handled.
+                asyncio.get_running_loop().call_soon(self._give, mine, str(p.get("id", "")))
+        elif ev.kind == "system" and ev.text == "init" and self._waiting:
+            self._flush_waiting()  # a CLI started: the step went on without restoring the question
+
+    def _give(self, intents: list[Intent], ask_id: str) -> None:
+        """Answers for a restored question: the first that applies wins, the others are refused."""
+        for intent in intents:
+            settle = self.channel.answer if intent.op is Op.ANSWER else self.channel.decline
+            if self.channel is not None and settle(ask_id, intent.text):
+                self._answered.add(intent.iid)
+            else:
+                self._settle(intent.iid, Settled.REFUSED)
+
+    def _flush_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for intent in waiting:
+            if intent.op is Op.ANSWER:
+                self._to_inbox(intent)
+            else:
+                self._settle(intent.iid, Settled.MOOT)
+
+    # ---- 3. and 4. --------------------------------------------------------------------------------
+    def step_done(self) -> None:
+        self._flush_waiting()
+        for iid in self._answered | self._taken | self._in_flight:
+            self._settle(iid, Settled.DONE)
+
+    async def ended(self, state: str) -> None:
+        """The run is over (``state`` as in RunEnd): settle what is left, unless the holder is going away."""
+        with contextlib.suppress(Exception):
+            await self._chores.wait()
+        if state == "died" or self.log is None:
+            return
+        used = self._answered | self._taken | self._in_flight | self._later
+        for intent in self.log.unsettled():
+            self._settle(intent.iid, Settled.DONE if intent.iid in used else Settled.MOOT)
+
+    def _settle(self, iid: str, how: Settled) -> None:
+        for kept in (self._answered, self._taken, self._in_flight, self._later):
+            kept.discard(iid)
+        if self.log is None:
+            return
+        try:
+            self.log.settle(iid, how)
+        except Exception as exc:  # a log problem costs a replay later, never the run
+            log.warning("run %s: intent %s not settled: %r", self.run_id, iid, exc)
+
+
+class _NoFacts:
+    """Facts of an unreadable store: nothing is known to have reached the model."""
+
+    def open(self, question: str) -> bool:
+        return False
+
+    def settled(self, question: str) -> bool:
+        return False
+
+    def delivered(self, marker: str, *, since: float = 0.0, prompts_only: bool = False) -> int:
+        return 0
