@@ -284,8 +284,9 @@ class LiveRun:
                                 self.run_id, duplicate=True)
         rec = self.ledger.get(card.card_id)
         if rec is not None and rec.state == "asked":  # applied to nothing yet: a restart is bringing it back
-            return IntentResult(True, "The run was restarted since; your answer reaches it when it asks this again "
-                                "(or its inbox if it goes on without asking).", self.run_id)
+            return IntentResult(True, "Your answer is kept: the run was restarted since, and it reaches the run when "
+                                "the question is asked again (or its inbox if it goes on without asking).",
+                                self.run_id)
         return IntentResult(True, "Declined." if decline else f"Answered: {_fmt.one_line(text, 200)}", self.run_id)
 
     async def send(self, text: str, user: str, *, origin: str = "", only_in: str = "") -> IntentResult:
