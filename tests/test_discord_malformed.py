@@ -10,15 +10,19 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import discord
 import pytest
+from discord import app_commands
 
 from adapters.discord_bridge import DiscordBridge
 from adapters.discord_bridge.connection import Backoff
+from adapters.discord_bridge.errors import FAILED, UNKNOWN_COMMAND, Told, told
 from adapters.hub import Hub
 from adapters.state import MemoryStateStore
 from adapters.surface import Button, OutMessage, ThreadRef
@@ -125,6 +129,73 @@ async def test_a_malformed_dispatch_is_logged_once_and_later_commands_still_work
     ours = [r.getMessage() for r in caplog.records if not r.name.startswith("discord.")]  # (discord.py's debug
     assert not any(secret in m or "hello there" in m for m in ours)                     # lines echo frames)
     assert d.gateway.identifies == 1 and d.gateway.resumes == 0  # skipped in place, no reconnect needed
+
+
+# ---- what a person is told when their command fails -------------------------------------------------
+def renamed(payload: dict[str, Any], *, top: str = "flower", sub: str = "help") -> dict[str, Any]:
+    """The same slash command under another name (one Discord still shows but this bot no longer has)."""
+    bad = copy.deepcopy(payload)
+    bad["id"], bad["token"] = str(snowflake()), secrets.token_urlsafe(24)
+    bad["data"]["name"] = top
+    bad["data"]["options"][0]["name"] = sub
+    return bad
+
+
+async def shown(d: DiscordDouble, payload: dict[str, Any]) -> str:
+    await d.gateway.dispatch("INTERACTION_CREATE", payload)
+    await d.until(lambda _: d.interactions.get(int(payload["id"])) is not None
+                  and d.interactions[int(payload["id"])].texts(), timeout=30)
+    return "\n".join(d.interactions[int(payload["id"])].texts())
+
+
+@pytest.mark.parametrize(("top", "sub"), [("flower", "nope"), ("flowr", "help")], ids=["sub", "top"])
+async def test_an_unknown_command_is_told_plainly_and_logged_in_one_line(
+        discord_double: DiscordDouble, bot: tuple[DiscordBridge, Hub], caplog: pytest.LogCaptureFixture,
+        top: str, sub: str) -> None:
+    d = discord_double
+    alice = d.person("Alice")
+    good = await helped(d, alice)
+    caplog.set_level(logging.INFO)
+    bad = renamed(good.payload, top=top, sub=sub)
+    d.interactions[int(bad["id"])] = Ix(int(bad["id"]), bad["token"], alice, bad)
+    text = await shown(d, bad)
+    assert text == "I don't know that command; try `/flower help`."
+    [line] = [r for r in caplog.records if "CommandNotFound" in r.getMessage()]
+    assert line.levelno == logging.WARNING and line.exc_info is None
+
+
+async def test_a_failing_command_tells_a_plain_sentence_and_logs_the_detail(
+        discord_double: DiscordDouble, bot: tuple[DiscordBridge, Hub], caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    d, (_, hub) = discord_double, bot
+    alice = d.person("Alice")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise AttributeError("'NoneType' object has no attribute 'thread'")
+
+    monkeypatch.setattr(hub, "status", broken)  # a bug somewhere under /flower status
+    caplog.set_level(logging.INFO)
+    ix = await d.slash(alice, "status")
+    await d.until(lambda _: ix.texts(), timeout=30)
+    assert ix.texts() == ["That did not work; the error was logged."]
+    assert not any("NoneType" in t or "Error" in t for t in ix.texts())
+    logged = [r for r in caplog.records if r.exc_info and "NoneType" in str(r.exc_info[1])]
+    assert logged and logged[0].levelno == logging.ERROR  # the detail, with its traceback, for whoever runs it
+    monkeypatch.undo()
+    await helped(d, alice)  # and the next command works
+
+
+@pytest.mark.parametrize(("exc", "text", "ours"), [
+    (app_commands.CommandNotFound("nope", ["flower"]), UNKNOWN_COMMAND, False),
+    (app_commands.CheckFailure("no"), "You can't use that command here.", False),
+    (aiohttp.ClientConnectionError("reset by peer"), "Discord did not answer in time; nothing was changed, try again "
+                                                     "in a moment.", True),
+    (TimeoutError(), "Discord did not answer in time; nothing was changed, try again in a moment.", True),
+    (KeyError("thread"), FAILED, True),
+])
+def test_what_a_person_is_told_never_carries_the_exception(exc: BaseException, text: str, ours: bool) -> None:
+    assert told(exc) == Told(text, ours)
+    assert type(exc).__name__ not in told(exc).text
 
 
 # ---- a dead connection task ---------------------------------------------------------------------

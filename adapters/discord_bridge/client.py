@@ -19,6 +19,7 @@ from discord import app_commands
 from adapters.discord_bridge.commands import FlowerCommands
 from adapters.discord_bridge.connection import guard_parsers
 from adapters.discord_bridge.context import Context
+from adapters.discord_bridge.errors import told
 from adapters.discord_bridge.inbound import Actions
 from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
 from adapters.discord_bridge.reply import Reply
@@ -67,9 +68,12 @@ class FlowerTree(app_commands.CommandTree[Any]):
     async def on_error(self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError,
                        /) -> None:
         original = getattr(error, "original", error)
-        log.error("/flower failed: %r", original, exc_info=original)
-        reply = Reply(interaction)
-        await reply.say(f"That did not work: {type(original).__name__}: {original}".strip())
+        answer = told(original)
+        if answer.ours:
+            log.error("/flower failed: %r", original, exc_info=original)
+        else:  # the request's fault (a stale or unknown command...): one line
+            log.warning("/flower refused: %s: %s", type(original).__name__, original)
+        await Reply(interaction).say(answer.text)
 
 
 class FlowerClient(discord.Client):
