@@ -148,6 +148,18 @@ class Gateway:
         if self._transport is not None:
             self._transport.abort()  # type: ignore[attr-defined]
 
+    async def send_raw(self, frame: dict[str, Any]) -> None:
+        """Any frame as it is, on the current socket (a malformed one, a second HELLO...)."""
+        if self._ws is None or self._ws.closed:
+            raise RuntimeError("no client is connected")
+        await self._send(self._ws, frame)
+
+    async def close_with(self, code: int) -> None:
+        """Close the current socket with a close code, as Discord does (4004: the token was refused...)."""
+        self._attached = False
+        if self._ws is not None and not self._ws.closed:
+            await self._ws.close(code=code)
+
     def reopen(self) -> None:
         self._open.set()
 

@@ -5,6 +5,9 @@ API's gateway endpoint names), log in (GET /users/@me, the application, command 
 gateway and return once the guilds are in the cache. Failures that a person must fix become one
 `DiscordStartError` line: a refused token, the message-content intent switched off in the
 developer portal, commands that could not be registered. The token is never logged.
+
+Once up, the connection is the `Lifeline`'s (connection.py): if it dies, that is logged as an error
+and the connection is made again after a bounded backoff, while the process and its runs go on.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import discord
 import yarl
 
 from adapters.discord_bridge.client import FlowerClient, invite_url
+from adapters.discord_bridge.connection import Backoff, Lifeline
 from adapters.discord_bridge.context import PLATFORM, Context
 from adapters.discord_bridge.surface import DiscordSurface
 from adapters.hub import Hub
@@ -44,6 +48,7 @@ class DiscordSettings:
     gateway_url: str | None = None  # None = what the REST API says (when api_base is set), else the default
     ready_timeout: float = 2.0  # how long discord.py waits for more guilds before "ready"
     start_timeout: float = 60.0
+    backoff: Backoff = field(default_factory=Backoff)  # between attempts to connect again after the connection died
 
 
 class DiscordBridge:
@@ -52,9 +57,24 @@ class DiscordBridge:
     def __init__(self, settings: DiscordSettings) -> None:
         self.settings = settings
         self.ctx = Context()
-        self.client = FlowerClient(self.ctx, guild_ids=settings.guild_ids, ready_timeout=settings.ready_timeout)
+        self.client = self._new_client()
         self.surface = DiscordSurface(self.client)
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None  # the first connection, until the lifeline has it
+        self.lifeline = Lifeline(self.client, self._renew, settings.backoff)
+
+    def _new_client(self) -> FlowerClient:
+        return FlowerClient(self.ctx, guild_ids=self.settings.guild_ids, ready_timeout=self.settings.ready_timeout)
+
+    async def _renew(self) -> FlowerClient:
+        """A fresh client in place of one discord.py closed, logged in (commands synced again)."""
+        client = self._new_client()
+        self.client = self.surface.client = client
+        try:
+            await client.login(self.settings.token)
+        except BaseException:
+            await client.close()
+            raise
+        return client
 
     def attach(self, hub: Hub) -> None:
         self.ctx.attach(hub)
@@ -88,6 +108,8 @@ class DiscordBridge:
             if error is not None:
                 raise DiscordStartError(f"Discord gateway: {type(error).__name__}: {error}") from None
             raise DiscordStartError(f"Discord gateway not ready after {self.settings.start_timeout:.0f}s")
+        self.lifeline.keep(self._task)
+        self._task = None
         user = self.client.user
         log.info("discord: connected as %s (%s), %d guild(s), /flower synced to %s", user, getattr(user, "id", "?"),
                  len(self.client.guilds), ", ".join(map(str, self.settings.guild_ids)) or "all guilds (global)")
@@ -95,12 +117,16 @@ class DiscordBridge:
             log.info("discord: invite the bot to a server with %s", invite_url(self.client.application_id))
 
     async def stop(self) -> None:
-        if not self.client.is_closed():
-            await self.client.close()
+        await self.lifeline.stop(self._close)
         if self._task is not None:
             with contextlib.suppress(Exception, asyncio.CancelledError):
-                await self._task
+                await asyncio.wait_for(self._task, 10)
             self._task = None
+
+    async def _close(self) -> None:
+        if not self.client.is_closed():  # (the current client: a renewed one too)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.client.close(), 10)
 
     # ---- endpoints (process-wide in discord.py: one bot per process) ------------------------------
     async def _endpoints_before_login(self) -> None:

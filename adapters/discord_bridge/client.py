@@ -17,7 +17,9 @@ import discord
 from discord import app_commands
 
 from adapters.discord_bridge.commands import FlowerCommands
+from adapters.discord_bridge.connection import guard_parsers
 from adapters.discord_bridge.context import Context
+from adapters.discord_bridge.errors import told
 from adapters.discord_bridge.inbound import Actions
 from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
 from adapters.discord_bridge.reply import Reply
@@ -55,14 +57,23 @@ class FlowerTree(app_commands.CommandTree[Any]):
         self.ctx = client.ctx
 
     async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
+        data = interaction.data
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            # discord.py parses a command without `data` fine, then fails on it in a task nobody awaits.
+            log.warning("discord: skipped a malformed INTERACTION_CREATE dispatch: an application command "
+                        "without %s", "'data'" if data is None else "a name")
+            return False
         return self.ctx.fresh(interaction)  # a replayed slash command runs once
 
     async def on_error(self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError,
                        /) -> None:
         original = getattr(error, "original", error)
-        log.error("/flower failed: %r", original, exc_info=original)
-        reply = Reply(interaction)
-        await reply.say(f"That did not work: {type(original).__name__}: {original}".strip())
+        answer = told(original)
+        if answer.ours:
+            log.error("/flower failed: %r", original, exc_info=original)
+        else:  # the request's fault (a stale or unknown command...): one line
+            log.warning("/flower refused: %s: %s", type(original).__name__, original)
+        await Reply(interaction).say(answer.text)
 
 
 class FlowerClient(discord.Client):
@@ -76,6 +87,7 @@ class FlowerClient(discord.Client):
         self.tree = FlowerTree(self)
         self.tree.add_command(FlowerCommands(ctx))
         self.synced: list[app_commands.AppCommand] = []
+        guard_parsers(self._connection.parsers)  # a malformed dispatch is skipped, not the end of the gateway
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(ActionButton)

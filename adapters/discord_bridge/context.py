@@ -7,6 +7,7 @@ hub's state store, so a dispatch replayed after a gateway resume, or delivered t
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["PLATFORM", "Context"]
 
 PLATFORM = "discord"
+
+log = logging.getLogger(__name__)
 
 
 class Context:
@@ -76,7 +79,11 @@ class Context:
 
     # ---- delivery --------------------------------------------------------------------------------
     def fresh(self, interaction: discord.Interaction[Any]) -> bool:
-        """False for a second delivery of the same interaction (and before the hub exists)."""
+        """False for a second delivery of the same interaction (and before the hub exists), and for
+        one that names nobody (discord.py parses it without `member.user`, and no one may act)."""
+        if not isinstance(interaction.user, discord.User | discord.Member):
+            log.warning("discord: skipped a malformed INTERACTION_CREATE dispatch: no 'member.user' or 'user'")
+            return False
         return self.ready and not self.hub.store.seen(f"discord:interaction:{interaction.id}")
 
     @staticmethod

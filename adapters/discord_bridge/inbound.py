@@ -48,7 +48,8 @@ class Actions:
             try:
                 action = decode(action_id)
             except IdError as exc:
-                await reply.say(f"That button is not one of mine ({exc}).")
+                log.info("a click on a button that is not ours (%s)", exc)
+                await reply.say("That button is not one of mine (another bot's, or an older version's).")
                 return
             user = self.ctx.note(interaction.user)
             if action.verb == "stop":

@@ -21,6 +21,7 @@ from typing import Any
 import discord
 from discord import ui
 
+from adapters.discord_bridge.errors import told
 from adapters.discord_bridge.render import NO_MENTIONS
 
 __all__ = ["Reply", "current_reply", "names_as_mentions"]
@@ -98,7 +99,7 @@ class Reply:
             yield self
         except Exception as exc:
             log.exception("interaction %s failed", self.interaction.id)
-            await self.say(f"That did not work ({type(exc).__name__}: {exc}). Nothing else was changed by it.")
+            await self.say(told(exc).text)  # a plain sentence; the detail is the log's
         finally:
             _current.reset(token)
             await self.finish()

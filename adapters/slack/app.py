@@ -111,9 +111,9 @@ class _SocketHandler(AsyncSocketModeHandler):
         start = time.time()
         try:
             resp = await run_async_bolt_app(self.app, req)
-        except Exception as exc:  # a payload so broken that Bolt's own parsing fails on it
+        except Exception as exc:  # a payload so broken that Bolt's own parsing fails on it (a numeric user)
             log.warning("Slack %s envelope not understood (%r): acked and dropped", req.type, exc)
-            resp = BoltResponse(status=500, body="")
+            resp = BoltResponse(status=200, body="")  # (said once, above)
         if resp.status != 200:
             log.warning("Slack %s envelope not handled (status %s): acked anyway", req.type, resp.status)
             resp = BoltResponse(status=200, body="")

@@ -55,6 +55,7 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
         try:
             user, channel = text_field(command, "user_id"), text_field(command, "channel_id")
             text = text_field(command, "text", required=False)
+            name = text_field(command, "user_name", required=False)
         except PayloadError as exc:
             log.warning("/flower payload not understood: %s", exc)
             await ack(text="That command arrived incomplete; please try again.")
@@ -70,14 +71,14 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             await ack(text=_runs(bridge, channel, user))
         elif cmd.kind in ("follow", "unfollow"):
             await ack()
-            await bridge.know(user, text_field(command, "user_name", required=False))
+            await bridge.know(user, name)
             mirror = bridge.follow_run if cmd.kind == "follow" else bridge.unfollow_run
             result = await mirror(cmd.text, channel, user)
             if not bridge.surface.told_recently(user, result.message):
                 await _reply(respond, bridge, channel, user, result.message)
         else:
             await ack()
-            await bridge.know(user, text_field(command, "user_name", required=False))
+            await bridge.know(user, name)
             result = await bridge.start_run(cmd.text, channel, user, options=cmd.options)
             if not result.ok and not bridge.surface.told_recently(user, result.message):
                 await _reply(respond, bridge, channel, user, result.message)
@@ -86,6 +87,7 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
         try:
             user, channel = text_field(command, "user_id"), text_field(command, "channel_id")
             text = text_field(command, "text", required=False).strip()
+            name = text_field(command, "user_name", required=False)
         except PayloadError as exc:
             log.warning("/stop payload not understood: %s", exc)
             await ack(text="That command arrived incomplete; please try again.")
@@ -94,7 +96,7 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
         mine = hub.runs(user=user, platform=PLATFORM, channel=channel)
         if len(mine) == 1:
             await ack()
-            await bridge.know(user, text_field(command, "user_name", required=False))
+            await bridge.know(user, name)
             result = await hub.interrupt(mine[0].run_id, text, user)
             if result.ok:
                 await _reply(respond, bridge, channel, user, result.message, note=INTERRUPT_WARNING)

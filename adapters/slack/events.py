@@ -12,7 +12,9 @@ agent_session_stopped      interrupts the thread's run; the session leaves `proc
 
 Ignored: bots (the bot itself included), edits, deletions and other message subtypes, messages
 outside run threads or in threads of finished runs, and a message that mentions the bot (Slack
-sends it twice, as message and as app_mention; the mention is the one acted on).
+sends it twice, as message and as app_mention; the mention is the one acted on). An event whose
+`user`, `text`, `ts`, `thread_ts`, `channel` or `subtype` is there but not a string (a number, an
+object, a null) is ignored with one warning: it never reaches the hub.
 """
 
 from __future__ import annotations
@@ -36,17 +38,26 @@ PERSON_SUBTYPES = frozenset({"", "thread_broadcast", "file_share"})  # what a pe
 STOPPED_TEXT = "{who} pressed Stop in Slack. Stop what you are doing and report where you are."
 
 
+def fields(event: dict[str, Any], required: tuple[str, ...], optional: tuple[str, ...]) -> dict[str, str]:
+    """The event's string fields by name (an optional one absent is ""); PayloadError for any of
+    them present but not a string."""
+    got = {k: text_field(event, k, null_ok=False) for k in required}
+    got.update({k: text_field(event, k, required=False, null_ok=False) for k in optional})
+    return got
+
+
 def register(app: AsyncApp, bridge: SlackBridge) -> None:
     async def on_message(event: dict[str, Any]) -> None:
-        if event.get("subtype", "") not in PERSON_SUBTYPES or event.get("bot_id"):
+        if event.get("bot_id"):
             return
-        try:
-            user, channel = text_field(event, "user"), text_field(event, "channel")
-            ts, text = text_field(event, "ts"), text_field(event, "text", required=False)
+        try:  # edits, deletions... first: they carry no user of their own at the top
+            if text_field(event, "subtype", required=False, null_ok=False) not in PERSON_SUBTYPES:
+                return
+            got = fields(event, ("user", "channel", "ts"), ("text", "thread_ts"))
         except PayloadError as exc:
             log.warning("message event not understood: %s", exc)
             return
-        thread_ts = text_field(event, "thread_ts", required=False)
+        user, channel, ts, text, thread_ts = got["user"], got["channel"], got["ts"], got["text"], got["thread_ts"]
         if not thread_ts or thread_ts == ts or _mentions(bridge, text):
             return
         thread = bridge.thread(channel, thread_ts)
@@ -61,13 +72,12 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
         if event.get("bot_id"):
             return
         try:
-            user, channel = text_field(event, "user"), text_field(event, "channel")
-            ts, raw = text_field(event, "ts"), text_field(event, "text", required=False)
+            got = fields(event, ("user", "channel", "ts"), ("text", "thread_ts"))
         except PayloadError as exc:
             log.warning("app_mention event not understood: %s", exc)
             return
-        text = strip_bot_mention(raw, bridge.bot_user_id)
-        thread_ts = text_field(event, "thread_ts", required=False)
+        user, channel, ts, thread_ts = got["user"], got["channel"], got["ts"], got["thread_ts"]
+        text = strip_bot_mention(got["text"], bridge.bot_user_id)
         await bridge.know(user)
         if thread_ts and thread_ts != ts and bridge.answers_here(bridge.thread(channel, thread_ts)):
             result = await bridge.hub.said(bridge.thread(channel, thread_ts), user, text, origin=ts)
@@ -84,8 +94,9 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
 
     async def on_session_stopped(event: dict[str, Any]) -> None:
         try:
-            channel, thread_ts = text_field(event, "channel"), text_field(event, "thread_ts")
-            user = text_field(event, "user", required=False)
+            channel = text_field(event, "channel", null_ok=False)
+            thread_ts = text_field(event, "thread_ts", null_ok=False)
+            user = text_field(event, "user", required=False)  # (null: nobody in particular)
         except PayloadError as exc:
             log.warning("agent_session_stopped event not understood: %s", exc)
             return

@@ -114,7 +114,7 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
     async def on_shortcut(ack: Ack, body: dict[str, Any], respond: Any) -> None:
         await ack()
         try:
-            user = text_field(body, "user", "id")
+            user, name = text_field(body, "user", "id"), text_field(body, "user", "name", required=False)
             channel = text_field(body, "channel", "id")
             _ts, thread_ts = message_thread(body.get("message") or {})
             trigger = text_field(body, "trigger_id")
@@ -122,7 +122,7 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             log.warning("message shortcut payload not understood: %s", exc)
             await _explain(respond, "I could not read that shortcut; please try again.")
             return
-        await bridge.know(user, text_field(body, "user", "name", required=False))
+        await bridge.know(user, name)
         record = bridge.run_in(bridge.thread(channel, thread_ts))
         if record is None or record.run_id not in bridge.hub.live:
             await bridge.tell(channel, user, "That message is not in the thread of a live run.", thread_ts)
@@ -136,14 +136,14 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
     async def on_unfollow(ack: Ack, body: dict[str, Any], respond: Any) -> None:
         await ack()
         try:
-            user = text_field(body, "user", "id")
+            user, name = text_field(body, "user", "id"), text_field(body, "user", "name", required=False)
             channel = text_field(body, "channel", "id")
             _ts, thread_ts = message_thread(body.get("message") or {})
         except PayloadError as exc:
             log.warning("unfollow shortcut payload not understood: %s", exc)
             await _explain(respond, "I could not read that shortcut; please try again.")
             return
-        await bridge.know(user, text_field(body, "user", "name", required=False))
+        await bridge.know(user, name)
         result = await bridge.hub.unfollow(bridge.thread(channel, thread_ts), user)
         if not result.ok and not bridge.surface.told_recently(user, result.message):  # ok: the thread says it
             await bridge.tell(channel, user, result.message, thread_ts)

@@ -36,18 +36,27 @@ class PayloadError(ValueError):
     """A payload without something the bridge needs."""
 
 
-def text_field(d: Any, *path: str, required: bool = True) -> str:
-    """d[path[0]][path[1]]… as a string ("" when absent and not required)."""
+def text_field(d: Any, *path: str, required: bool = True, null_ok: bool = True) -> str:
+    """d[path[0]][path[1]]… as a string ("" when absent and not required). A JSON null counts as
+    absent unless `null_ok=False` (Slack sends null for an empty form field, never for an event's
+    user, text or ts). Anything else that is not a string is a `PayloadError`: Slack sends ids,
+    timestamps and text as strings, so a number or an object is a broken or forged payload — never
+    coerced into text (a numeric `user` once became inbox mail)."""
     cur = d
-    for key in path:
-        if not isinstance(cur, dict) or key not in cur or cur[key] is None:
+    for i, key in enumerate(path):
+        if not isinstance(cur, dict) or key not in cur:
+            if required:
+                raise PayloadError(f"payload has no {'.'.join(path)}")
+            return ""
+        if cur[key] is None and (null_ok or i < len(path) - 1):
             if required:
                 raise PayloadError(f"payload has no {'.'.join(path)}")
             return ""
         cur = cur[key]
-    if isinstance(cur, bool) or not isinstance(cur, str | int | float):
-        raise PayloadError(f"payload field {'.'.join(path)} is a {type(cur).__name__}, not text")
-    return str(cur)
+    if not isinstance(cur, str):
+        kind = "null" if cur is None else type(cur).__name__
+        raise PayloadError(f"payload field {'.'.join(path)} is {kind}, not text")
+    return cur
 
 
 @dataclass(frozen=True)

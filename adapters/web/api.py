@@ -22,21 +22,24 @@ GET  /api/runs/{id}/ws?after=N             WebSocket: frames shaped like the eve
 
 (The two event routes live in stream.py.) Intents answer {"ok": true, "message", "id"}. Bad input
 answers {"ok": false, "error"} with 400 (malformed or missing field, empty text), 404 (unknown run
-or question), 409 (the hub refused: settled question, run not running, limit reached…), 413 (body
-over the size limit) or 415 (not JSON) — and changes nothing.
+or question), 405 (a method the route does not take; `Allow` lists those it does), 409 (the hub
+refused: settled question, run not running, limit reached…), 413 (body over the size limit) or 415
+(not JSON) — and changes nothing. Numbers must be finite (JSON's NaN/Infinity are refused) and a
+body is one flat object, so one nested too deeply for the parser is malformed, not a crash.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from adapters.hub import IntentResult, RunOptions
 from adapters.hub.ledger import CardLedger
@@ -85,6 +88,10 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
     except web.HTTPException as exc:
         if not request.path.startswith("/api/") or exc.status < 400:
             raise
+        if isinstance(exc, web.HTTPMethodNotAllowed):
+            allowed = ", ".join(sorted(exc.allowed_methods))
+            return web.json_response({"ok": False, "error": f"{request.path} does not take {exc.method}; "
+                                      f"it takes {allowed}"}, status=405, headers={hdrs.ALLOW: allowed})
         return web.json_response({"ok": False, "error": exc.reason}, status=exc.status)
     except Exception as exc:  # a bug: say so in JSON, keep the server (and every run) going
         if not request.path.startswith("/api/"):
@@ -109,6 +116,8 @@ async def read_body(request: web.Request, fields: dict[str, type | tuple[type, .
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ApiError(400, f"malformed JSON: {exc}") from None
+        except RecursionError:  # the parser's own stack limit: no body of ours nests at all
+            raise ApiError(400, "malformed JSON: nested too deeply (the body is one flat object)") from None
     if not isinstance(data, dict):
         raise ApiError(400, "the body must be a JSON object")
     for key, value in data.items():
@@ -119,8 +128,19 @@ async def read_body(request: web.Request, fields: dict[str, type | tuple[type, .
         a_bool = isinstance(value, bool) and bool not in kinds  # JSON true is not the number 1
         if value is not None and (a_bool or not isinstance(value, kinds)):
             names = "number" if float in kinds else "whole number" if int in kinds else "string"
-            raise ApiError(400, f"{key!r} must be a {names}, got {json.dumps(value)[:60]}")
+            raise ApiError(400, f"{key!r} must be a {names}, got {shown(value)}")
+        if isinstance(value, float) and not math.isfinite(value):  # NaN, ±Infinity, or 1e400 overflowing
+            raise ApiError(400, f"{key!r} must be a finite number, got {shown(value)}")
     return data
+
+
+def shown(value: Any) -> str:
+    """A value for an error message: a scalar as JSON, a container by its kind (it may nest deeply)."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return json.dumps(value)[:60]
 
 
 def text_field(data: dict[str, Any], key: str, *, required: bool = True, empty_ok: bool = False) -> str:

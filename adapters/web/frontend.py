@@ -28,7 +28,7 @@ from adapters.state import RunRecord
 from adapters.surface import StartRefused, ThreadRef
 from adapters.web import api, page, stream
 from adapters.web.events import EventLogs
-from adapters.web.guard import Guard, is_loopback, new_token
+from adapters.web.guard import HTTP_LOG, Guard, is_loopback, new_token
 from adapters.web.surface import Watcher, WebSurface
 from flower_core import Event
 
@@ -118,7 +118,7 @@ class WebFrontend:
     async def start(self) -> None:
         if self._runner is not None:
             return
-        runner = web.AppRunner(make_app(self), access_log=None, handle_signals=False)
+        runner = web.AppRunner(make_app(self), access_log=None, handle_signals=False, logger=HTTP_LOG)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:

@@ -7,22 +7,47 @@
   the printed URL sets the cookie and drops the token from the address bar).
 - WebSockets and JSON posts from a browser must come from this very origin (the Origin header),
   and posts must be `application/json`, which a cross-site form cannot send without permission.
+- A request the HTTP parser refuses (a NUL byte in a header, a method it does not know) is answered
+  400 by aiohttp before any of this runs; `HTTP_LOG`, the server's logger, notes it in one line
+  instead of aiohttp's traceback (and never repeats the offending bytes, which may carry a token).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
+from aiohttp.http import HttpProcessingError
 
-__all__ = ["COOKIE", "Guard", "is_loopback", "new_token"]
+__all__ = ["COOKIE", "HTTP_LOG", "Guard", "is_loopback", "new_token"]
 
 COOKIE = "flower_token"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class MalformedInOneLine(logging.Filter):
+    """Turns aiohttp's "Error handling request" traceback for a request its parser refused (a bad
+    client, not a bug of ours) into one warning line naming only the kind of fault."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            reason = (exc.message or type(exc).__name__).strip().splitlines()[0].rstrip(":")
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg, record.args = "web: refused a malformed HTTP request from %s: %s (400)", (remote, reason)
+            record.exc_info, record.exc_text = None, None
+            if record.levelno > logging.WARNING:
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+HTTP_LOG = logging.getLogger("adapters.web.http")  # the server's logger (AppRunner(logger=...))
+HTTP_LOG.addFilter(MalformedInOneLine())
 
 
 def is_loopback(host: str) -> bool:

@@ -112,7 +112,7 @@ async def _read(ws: web.WebSocketResponse, watcher: Watcher, asks: list[dict[str
                 continue
             try:
                 data = json.loads(msg.data)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
                 data = None
             if isinstance(data, dict) and data.get("op") == "ping":
                 continue
