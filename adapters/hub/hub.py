@@ -57,7 +57,8 @@ class Hub:
                  runtime_options: Mapping[str, Any] | None = None, oracle: bool = True,
                  budget_usd: float | None = None, dm_after_s: float | None = 60.0,
                  park_after_s: float | None = 120.0, max_parked: int = 1000,
-                 budget_ceilings: Mapping[str, float] | None = None, transport: Transport | None = None) -> None:
+                 budget_ceilings: Mapping[str, float] | None = None, transport: Transport | None = None,
+                 wake_on_start: bool = True) -> None:
         if isinstance(surfaces, Mapping):
             self.surfaces = dict(surfaces)
         else:
@@ -72,6 +73,7 @@ class Hub:
         # runs with a CLI, max_parked the parked ones (beyond it, runs keep their CLI while they wait).
         self.park_after_s, self.max_parked = park_after_s, max_parked
         self.budget_usd = budget_usd
+        self.wake_on_start = wake_on_start  # at start, live runs of the last process resume by themselves
         # "platform:channel" -> the most a run started there may spend (a starter cannot ask for more)
         self.budget_ceilings = dict(budget_ceilings or {})
         # Cards name people through the registry platforms fill (display names), unless told otherwise.
