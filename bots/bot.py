@@ -91,7 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     clock = StopClock(cfg.stop_after_s, name="flower-bot")
     QuietPlannedExits.install(clock)
     try:
-        return asyncio.run(serve(cfg, clock=clock))
+        code = asyncio.run(serve(cfg, clock=clock))
+        clock.mark("exiting the interpreter, after a clean stop")
+        return code
     except ConfigError as exc:
         print(f"flower-bot: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -185,7 +187,9 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
         log.info("flower-bot ready: %s · model: %s · runs in %s", ", ".join(cfg.surfaces), model.label, cfg.root)
         if ready is not None:
             ready.set()
+        clock.mark("serving")
         await stop.wait()
+        clock.mark("shutting down")
         log.info("shutting down: %s", "runs go on on their workers" if cfg.redis_url else
                  "live runs stop now and can be woken by the next process")
         return EXIT_OK

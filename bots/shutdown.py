@@ -73,7 +73,8 @@ class StopClock:
         self.planned = True
         self._arm()
         if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._begin)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the process is exiting anyway
+                self._loop.call_soon_threadsafe(self._begin)
 
     def _begin(self) -> None:
         for hook in self.on_stop:
@@ -96,6 +97,10 @@ class StopClock:
             yield
         finally:
             self._step = before
+
+    def mark(self, what: str) -> None:
+        """Name what the process does from now on, outside any step ("serving", "exiting")."""
+        self._step = what
 
     def stuck(self) -> str:
         what = self._step

@@ -80,7 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     clock = StopClock(args.stop_after, name="flower-worker")
     QuietPlannedExits.install(clock)
     try:
-        return asyncio.run(work(args, url, clock=clock))
+        code = asyncio.run(work(args, url, clock=clock))
+        clock.mark("exiting the interpreter, after a clean stop")
+        return code
     except ConfigError as exc:
         print(f"flower-worker: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -139,7 +141,9 @@ async def work(args: argparse.Namespace, url: str, *, stop: asyncio.Event | None
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(sig, stop.set)
         log.info("flower-worker %s ready · model: %s", worker.name, model.label)
+        clock.mark("serving")
         await stop.wait()
+        clock.mark("shutting down")
         log.info("worker %s stopping: its runs go to the other workers", worker.name)
         return EXIT_OK
     finally:
