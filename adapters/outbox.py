@@ -113,6 +113,11 @@ class Outbox:
         """Queue a message from any thread (same as put, which detects foreign threads itself)."""
         self.put(msg)
 
+    @property
+    def depth(self) -> int:
+        """Messages queued and not yet delivered (read by the metrics)."""
+        return len(self._pending) + self._in_transit
+
     def message_id(self, key: str) -> str | None:
         """The platform id of the message showing `key`, if it was posted (or known from the store)."""
         ids = self._known(key)

@@ -9,7 +9,9 @@ Order of a life: read the configuration (a problem → one line, exit 2) → pic
 credentials, else the offline demo model double, said loudly) → build each front end → one Hub
 over their surfaces → attach, start, report runs the last process left behind (`recover`) →
 serve until SIGINT/SIGTERM → live runs stop as on a restart (they can be woken next time) →
-front ends stop in reverse order. Rendering is the front ends' business, not this module's.
+front ends stop in reverse order, all within `--stop-after` seconds (bots/shutdown.py). Health,
+readiness and metrics (bots/ops.py) are on the web page's port and on `--health-port`. Rendering is
+the front ends' business, not this module's.
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bots.config import FLOWS, SURFACES, BotConfig, ConfigError, load_config
+from bots.config import FLOWS, LOG_FORMATS, SURFACES, BotConfig, ConfigError, load_config
 from bots.frontend import Frontend
+from bots.logs import setup_logging
+from bots.shutdown import QuietPlannedExits, StopClock
 
 if TYPE_CHECKING:
+    from adapters.hub import Hub
     from adapters.transport import Transport
 
 EXIT_OK, EXIT_CONFIG = 0, 2
@@ -59,8 +64,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default=None, help=argparse.SUPPRESS)  # the demo model's script (tests)
     p.add_argument("--host", default=None, help="web page address (default 127.0.0.1; elsewhere needs a token)")
     p.add_argument("--port", default=None, help="web page port (default 8470)")
+    p.add_argument("--health-port", type=int, default=None, metavar="PORT",
+                   help="serve /healthz /readyz /metrics on 127.0.0.1:PORT (or FLOWER_HEALTH_PORT)")
+    p.add_argument("--log-format", choices=LOG_FORMATS, default=None,
+                   help="text (default) or json: one object a line, with the run id (or FLOWER_LOG_FORMAT)")
+    p.add_argument("--stop-after", type=float, default=None, metavar="SECONDS",
+                   help="after SIGTERM/SIGINT, exit within this long whatever hangs (default 10)")
+    p.add_argument("--no-wake", action="store_true",
+                   help="runs the last process left live stay asleep until a person wakes them")
     p.add_argument("-v", "--verbose", action="store_true", help="log debug lines")
     return p
+
+
+# Library chatter (HTTP clients, websockets) stays at warnings unless asked for.
+QUIET = ("aiohttp.access", "slack_bolt", "slack_sdk", "discord", "websockets", "claude_agent_sdk")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,13 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"flower-bot: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    logging.basicConfig(level=logging.DEBUG if cfg.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # Library chatter (HTTP clients, websockets) stays at warnings unless asked for.
-    for noisy in ("aiohttp.access", "slack_bolt", "slack_sdk", "discord", "websockets", "claude_agent_sdk"):
-        logging.getLogger(noisy).setLevel(logging.DEBUG if cfg.verbose else logging.WARNING)
+    setup_logging(cfg.log_format, verbose=cfg.verbose, quiet=QUIET)
+    clock = StopClock(cfg.stop_after_s, name="flower-bot")
+    QuietPlannedExits.install(clock)
     try:
-        return asyncio.run(serve(cfg))
+        code = asyncio.run(serve(cfg, clock=clock))
+        clock.mark("exiting the interpreter, after a clean stop")
+        return code
     except ConfigError as exc:
         print(f"flower-bot: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -93,40 +110,71 @@ def build_frontends(cfg: BotConfig) -> list[Frontend]:
     return out
 
 
-async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> int:
+async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None,
+                clock: StopClock | None = None) -> int:
+    """`clock`: signals end the process within its deadline (the process's own main); without one (a
+    test serving in its own loop), SIGINT/SIGTERM only set `stop`."""
     from adapters.hub import Hub
+    from adapters.ops.health import Health
+    from adapters.ops.http import HealthServer, OpsEndpoints
+    from adapters.ops.metrics import Metrics
     from adapters.state import ChannelPolicy, SQLiteStateStore
     from adapters.surface import StartRefused
+    from adapters.web import WebFrontend
     from bots.flows import flow_factory
     from bots.model import Model
+    from bots.ops import health_port, redis_probe
 
+    stop = stop or asyncio.Event()
+    signals = clock is not None
+    clock = clock or StopClock(cfg.stop_after_s)  # without signals it only names the steps
+    if signals:
+        clock.install(stop)  # first: a signal while the front ends connect is bounded too
     frontends = build_frontends(cfg)  # before anything starts: bad configuration costs nothing
     cfg.root.mkdir(parents=True, exist_ok=True)
     store = SQLiteStateStore(cfg.root / "bot-state.db")
     model = Model(cfg, remote=cfg.redis_url is not None)
-    stop = stop or asyncio.Event()
+    health, metrics = Health(), Metrics()
+    endpoints = OpsEndpoints(health, metrics)
+    step = clock.step
+    clock.on_stop.append(lambda: setattr(health, "stopping", True))
     started: list[Frontend] = []
     hub: Hub | None = None
+    server: HealthServer | None = None
     try:
         await model.start()
         for ch in cfg.channels:
             store.set_channel_policy(ch.channel, ChannelPolicy(ch.starters, ch.responders, ch.admins))
-        hub = Hub({f.name: f.surface for f in frontends}, store, root=cfg.root,
+        surfaces = metrics.count_surfaces({f.name: f.surface for f in frontends})
+        hub = Hub(surfaces, store, root=cfg.root,
                   workspaces={c.channel: c.workspace for c in cfg.channels if c.workspace is not None},
                   factory=flow_factory(cfg.flow), env=model.env, max_runs=cfg.max_runs, timeout_s=cfg.timeout_s,
                   max_asks=cfg.max_asks, budget_usd=cfg.budget_usd, dm_after_s=cfg.dm_after_s,
                   park_after_s=cfg.park_after_s, max_parked=cfg.max_parked,
                   budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels if c.max_budget_usd is not None},
-                  transport=_transport(cfg))
+                  transport=_transport(cfg), wake_on_start=cfg.wake_on_start)
         try:
             await hub.open()
         except StartRefused as exc:  # Redis is not there
             raise ConfigError(str(exc)) from None
+        metrics.watch_hub(hub)
+        metrics.intents_pending = hub.store.count_unsettled_intents  # accepted, not yet carried out
+        for f in frontends:
+            health.add(f.name, getattr(f, "health", None) or _unknown)
+            if isinstance(f, WebFrontend):
+                f.ops = endpoints
+        if cfg.redis_url is not None:
+            health.add("redis", redis_probe(getattr(hub.transport, "redis", None)))
         for f in frontends:
             f.attach(hub)
+        try:
+            server = await health_port(endpoints, cfg.health_port)
+        except StartRefused as exc:
+            raise ConfigError(str(exc)) from None
         for f in frontends:
             try:
-                await f.start()
+                with step(f"starting front end {f.name}"):
+                    await f.start()
             except StartRefused as exc:  # a refused token, a switched-off intent, a taken port
                 raise ConfigError(str(exc)) from None
             started.append(f)
@@ -134,25 +182,43 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
         if died:
             log.info("%d run(s) stopped with the last bot process; their threads were told: %s",
                      len(died), ", ".join(died))
-        _install_signals(stop)
+        if not signals:
+            _install_signals(stop)
         log.info("flower-bot ready: %s · model: %s · runs in %s", ", ".join(cfg.surfaces), model.label, cfg.root)
         if ready is not None:
             ready.set()
+        clock.mark("serving")
         await stop.wait()
+        clock.mark("shutting down")
         log.info("shutting down: %s", "runs go on on their workers" if cfg.redis_url else
                  "live runs stop now and can be woken by the next process")
         return EXIT_OK
     finally:
+        health.stopping = True
         if hub is not None:
-            with contextlib.suppress(Exception):
+            with step(lambda: _runs_stopping(hub)), contextlib.suppress(Exception):
                 await hub.close()
         for f in reversed(started):
             try:
-                await f.stop()
+                with step(f"stopping front end {f.name}"):
+                    await f.stop()
             except Exception as exc:  # one front end failing to stop must not keep the others up
                 log.warning("front end %s did not stop cleanly: %r", f.name, exc)
-        await model.stop()
+        if server is not None:
+            with step("closing the health port"):
+                await server.stop()
+        with step("stopping the demo model"):
+            await model.stop()
         store.close()
+
+
+async def _unknown() -> str:
+    return "unknown"  # a front end that cannot say its health (see Frontend.health) is never "ready"
+
+
+def _runs_stopping(hub: Hub) -> str:
+    runs = list(hub.live)
+    return f"stopping runs {', '.join(runs)}" if runs else "closing the run transport"
 
 
 def _transport(cfg: BotConfig) -> Transport | None:

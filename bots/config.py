@@ -12,6 +12,10 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     budget_usd = 5.0             # omit for no cap
     dm_after_s = 60              # a question waiting this long goes to the run's owner as a DM; 0 = at once
     redis = "redis://h:6379/0"   # FLOWER_REDIS_URL, --redis: runs go to flower-worker processes (see README)
+    health_port = 8471           # FLOWER_HEALTH_PORT, --health-port: /healthz /readyz /metrics on 127.0.0.1
+    log_format = "text"          # FLOWER_LOG_FORMAT, --log-format: or "json" (one object a line, with run_id)
+    stop_after_s = 10            # --stop-after: after SIGTERM/SIGINT the process is gone within this long
+    wake_on_start = true         # --no-wake: runs the last process left live stay asleep until woken
 
     [surfaces]                   # which front ends `flower-bot` runs when none is named
     web = true
@@ -35,13 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FLOWS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "load_config", "redis_url",
-           "refuse_unknown"]
+__all__ = ["FLOWS", "LOG_FORMATS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "health_port",
+           "load_config", "log_format", "redis_url", "refuse_unknown", "stop_after"]
 
 SURFACES = ("web", "slack", "discord")
 FLOWS = ("starter", "single")
+LOG_FORMATS = ("text", "json")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked",
-             "dm_after_s", "redis"}
+             "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start"}
 _CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd"}
 
 
@@ -75,6 +80,10 @@ class BotConfig:
     demo: bool = False
     demo_scenario: str = "demo"
     verbose: bool = False
+    health_port: int | None = None  # a loopback port for /healthz /readyz /metrics (0 = any free one)
+    log_format: str = "text"
+    stop_after_s: float = 10.0
+    wake_on_start: bool = True
     web_host: str = "127.0.0.1"
     web_port: int = 8470
     config_path: Path | None = None
@@ -116,6 +125,10 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         demo=bool(args.demo),
         demo_scenario=getattr(args, "scenario", None) or "demo",
         verbose=bool(args.verbose),
+        health_port=health_port(_flag(args, "health_port"), env, _typed(bot, "health_port", int, None)),
+        log_format=log_format(_flag(args, "log_format"), env, _typed(bot, "log_format", str, None)),
+        stop_after_s=stop_after(_pick(_flag(args, "stop_after"), bot, "stop_after_s", float, 10.0)),
+        wake_on_start=not _flag(args, "no_wake") and _typed(bot, "wake_on_start", bool, True),
         web_host=args.host or env.get("FLOWER_WEB_HOST") or "127.0.0.1",
         web_port=_port(args.port if args.port is not None else env.get("FLOWER_WEB_PORT", 8470)),
         config_path=Path(args.config).resolve() if args.config else None,
@@ -142,7 +155,31 @@ def redis_url(value: str | None) -> str | None:
     return value
 
 
+def health_port(flag: int | None, env: Mapping[str, str], table_value: int | None = None) -> int | None:
+    """--health-port, else FLOWER_HEALTH_PORT, else the file's value; None = no health port."""
+    value: Any = flag if flag is not None else env.get("FLOWER_HEALTH_PORT") or table_value
+    return None if value is None or value == "" else _port(value, "health port")
+
+
+def log_format(flag: str | None, env: Mapping[str, str], table_value: str | None = None) -> str:
+    """--log-format, else FLOWER_LOG_FORMAT, else the file's value, else text."""
+    value = flag or env.get("FLOWER_LOG_FORMAT") or table_value or "text"
+    if value not in LOG_FORMATS:
+        raise ConfigError(f"log format must be one of {', '.join(LOG_FORMATS)}, got {value!r}")
+    return value
+
+
+def stop_after(value: float) -> float:
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"stop_after_s must be a number of seconds above 0, got {value}")
+    return float(value)
+
+
 # ---- pieces --------------------------------------------------------------------------------------
+def _flag(args: argparse.Namespace, name: str) -> Any:
+    return getattr(args, name, None)
+
+
 def _read_toml(path: str | None) -> dict[str, Any]:
     if not path:
         return {}
@@ -182,9 +219,9 @@ def _typed(table: dict[str, Any], key: str, kind: type, default: Any) -> Any:
         return default
     value = table[key]
     ok = isinstance(value, kind) or (kind is float and isinstance(value, int) and not isinstance(value, bool))
-    if not ok or (kind is int and isinstance(value, bool)):
-        raise ConfigError(f"config: [bot].{key} must be {'a number' if kind in (int, float) else 'a string'}, "
-                          f"got {value!r}")
+    if not ok or (kind in (int, float) and isinstance(value, bool)):
+        what = {int: "a number", float: "a number", bool: "true or false"}.get(kind, "a string")
+        raise ConfigError(f"config: [bot].{key} must be {what}, got {value!r}")
     return kind(value)
 
 
@@ -204,13 +241,13 @@ def _optional(flag: Any, table: dict[str, Any], key: str, kind: type, *, low: fl
     return value
 
 
-def _port(value: Any) -> int:
+def _port(value: Any, what: str = "port") -> int:
     try:
         port = int(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"port must be a number, got {value!r}") from None
+        raise ConfigError(f"{what} must be a number, got {value!r}") from None
     if not 0 <= port <= 65535:
-        raise ConfigError(f"port must be between 0 and 65535, got {port}")
+        raise ConfigError(f"{what} must be between 0 and 65535, got {port}")
     return port
 
 

@@ -28,14 +28,29 @@ from urllib.parse import urlsplit
 from adapters.discord_bridge import DiscordBridge, DiscordSettings
 from bots.config import BotConfig, ConfigError, refuse_unknown
 
-__all__ = ["build", "settings_from"]
+__all__ = ["DiscordBot", "build", "settings_from"]
 
 _KEYS = {"guild_ids", "api_base", "gateway_url", "ready_timeout"}
 _SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 
 
-def build(cfg: BotConfig) -> DiscordBridge:
-    return DiscordBridge(settings_from(cfg.env, cfg.section("discord")))
+class DiscordBot(DiscordBridge):
+    """The Discord front end as the bot runs it: plus its health, from discord.py's own gateway state."""
+
+    async def health(self) -> str:
+        client = self.client
+        if client.is_closed():
+            return "closed"
+        if self._task is not None and self._task.done():
+            return "dead"  # the gateway task ended (a dispatch discord.py could not parse): the socket lingers
+        ws = client.ws
+        if ws is None or not ws.open or not client.is_ready():
+            return "connecting"  # discord.py reconnects by itself; READY comes again after a resume
+        return "connected"
+
+
+def build(cfg: BotConfig) -> DiscordBot:
+    return DiscordBot(settings_from(cfg.env, cfg.section("discord")))
 
 
 def settings_from(env: dict[str, str], table: dict[str, Any]) -> DiscordSettings:

@@ -29,3 +29,10 @@ class Frontend(Protocol):
     async def stop(self) -> None:
         """Disconnect; idempotent."""
         ...
+
+    async def health(self) -> str:
+        """Its connection in one word, read from the platform library's own state: "connected" or
+        "listening" when it takes intents (see adapters/ops/health.READY_STATES), else e.g. "connecting",
+        "closed". Cheap and quick: /readyz asks it on every probe. Optional: a front end without it
+        shows as "unknown" and keeps the process from being ready."""
+        ...

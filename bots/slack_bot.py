@@ -30,13 +30,25 @@ from urllib.parse import urlsplit
 from adapters.slack import DEFAULT_API_URL, SlackFrontend, SlackSettings
 from bots.config import BotConfig, ConfigError, refuse_unknown
 
-__all__ = ["build", "settings_from"]
+__all__ = ["SlackBot", "build", "settings_from"]
 
 _KEYS = {"mode", "host", "port", "path", "api_url", "agent_sessions"}
 
 
-def build(cfg: BotConfig) -> SlackFrontend:
-    return SlackFrontend(settings_from(cfg.env, cfg.section("slack")))
+class SlackBot(SlackFrontend):
+    """The Slack front end as the bot runs it: plus its health, from slack-sdk's own connection state."""
+
+    async def health(self) -> str:
+        if self.settings.mode == "http":
+            return "listening" if self.port is not None else "stopped"
+        handler = self.handler
+        if handler is None:
+            return "disconnected"
+        return "connected" if await handler.client.is_connected() else "connecting"
+
+
+def build(cfg: BotConfig) -> SlackBot:
+    return SlackBot(settings_from(cfg.env, cfg.section("slack")))
 
 
 def settings_from(env: dict[str, str], table: dict[str, Any]) -> SlackSettings:

@@ -5,7 +5,9 @@
 Every worker needs Redis, the model (credentials, else the offline demo model like the bot), and
 the same run root as the front at the same path (a shared or network filesystem across machines):
 workspaces and run records live there, session transcripts in Redis. SIGINT/SIGTERM hand the runs
-back to the other workers at once; a worker that dies is noticed when its heartbeat lapses.
+back to the other workers at once, within `--stop-after` seconds whatever hangs (bots/shutdown.py); a
+worker that dies is noticed when its heartbeat lapses. `--health-port` serves /healthz, /readyz (Redis
+answers and the worker's loops are alive) and /metrics on 127.0.0.1 (bots/ops.py).
 """
 
 from __future__ import annotations
@@ -19,8 +21,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bots.config import FLOWS, BotConfig, ConfigError, redis_url
+from bots.config import FLOWS, LOG_FORMATS, BotConfig, ConfigError, health_port, log_format, redis_url, stop_after
+from bots.logs import setup_logging
+from bots.shutdown import QuietPlannedExits, StopClock
+
+if TYPE_CHECKING:
+    from adapters.transport.redis_worker import RedisWorker
 
 EXIT_OK, EXIT_CONFIG = 0, 2
 log = logging.getLogger("flower.worker")
@@ -44,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefix", default="flower", help=argparse.SUPPRESS)
     p.add_argument("--demo", action="store_true", help="use the offline demo model even with credentials")
     p.add_argument("--scenario", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--health-port", type=int, default=None, metavar="PORT",
+                   help="serve /healthz /readyz /metrics on 127.0.0.1:PORT (or FLOWER_HEALTH_PORT)")
+    p.add_argument("--log-format", choices=LOG_FORMATS, default=None,
+                   help="text (default) or json: one object a line, with the run id (or FLOWER_LOG_FORMAT)")
+    p.add_argument("--stop-after", type=float, default=10.0, metavar="SECONDS",
+                   help="after SIGTERM/SIGINT, exit within this long whatever hangs (default 10)")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -56,15 +70,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("--redis (or FLOWER_REDIS_URL) is required: it is where the front hands out runs")
         if args.max_runs < 1 or args.max_parked < 0 or args.dead_after <= args.heartbeat:
             raise ConfigError("--max-runs must be ≥ 1, --max-parked ≥ 0, and --dead-after longer than the heartbeat")
+        args.health_port = health_port(args.health_port, os.environ)
+        fmt = log_format(args.log_format, os.environ)
+        stop_after(args.stop_after)
     except ConfigError as exc:
         print(f"flower-worker: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("claude_agent_sdk", "aiohttp.access"):
-        logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    setup_logging(fmt, verbose=args.verbose, quiet=("claude_agent_sdk", "aiohttp.access"))
+    clock = StopClock(args.stop_after, name="flower-worker")
+    QuietPlannedExits.install(clock)
     try:
-        return asyncio.run(work(args, url))
+        code = asyncio.run(work(args, url, clock=clock))
+        clock.mark("exiting the interpreter, after a clean stop")
+        return code
     except ConfigError as exc:
         print(f"flower-worker: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -72,45 +90,80 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
-async def work(args: argparse.Namespace, url: str, *, stop: asyncio.Event | None = None) -> int:
+async def work(args: argparse.Namespace, url: str, *, stop: asyncio.Event | None = None,
+               clock: StopClock | None = None) -> int:
+    from adapters.ops.health import Health
+    from adapters.ops.http import HealthServer, OpsEndpoints
+    from adapters.ops.metrics import Metrics
     from adapters.surface import StartRefused
     from adapters.transport.engine import EngineKit
     from adapters.transport.redis_worker import RedisWorker
     from bots.flows import flow_factory
     from bots.model import Model
+    from bots.ops import health_port, redis_probe, worker_loops_probe
     from flower_core import RedisSessionStore
+
+    stop = stop or asyncio.Event()
+    signals = clock is not None
+    clock = clock or StopClock(args.stop_after)  # without signals it only names the steps
+    if signals:
+        clock.install(stop)
+    step = clock.step
 
     root = Path(args.root or os.environ.get("FLOWER_BOT_ROOT") or "flower-runs").expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
     model = Model(BotConfig(surfaces=[], root=root, demo=bool(args.demo), demo_scenario=args.scenario or "demo",
                             env=dict(os.environ)))
     store = RedisSessionStore(url, prefix=f"{args.prefix}:ss")  # any worker can resume any session
-    stop = stop or asyncio.Event()
+    health, metrics = Health(), Metrics()
+    endpoints = OpsEndpoints(health, metrics)
+    clock.on_stop.append(lambda: setattr(health, "stopping", True))
     worker: RedisWorker | None = None
+    server: HealthServer | None = None
     try:
         await model.start()
         kit = EngineKit(factory=flow_factory(args.flow), env=model.env, runtime_options={"session_store": store},
                         park_after_s=None if args.park_after < 0 else args.park_after)
-        worker = RedisWorker(url, kit, name=args.name, max_runs=args.max_runs, max_parked=args.max_parked,
-                             prefix=args.prefix, heartbeat_s=args.heartbeat, dead_after_s=args.dead_after)
+        worker = RedisWorker(url, metrics.count_kit(kit), name=args.name, max_runs=args.max_runs,
+                             max_parked=args.max_parked, prefix=args.prefix, heartbeat_s=args.heartbeat,
+                             dead_after_s=args.dead_after)
         try:
             await worker.start()
+            server = await health_port(endpoints, args.health_port)
         except StartRefused as exc:
             raise ConfigError(str(exc)) from None
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
+        metrics.watch_worker(worker)
+        health.add("redis", redis_probe(worker.redis))
+        health.add("loops", worker_loops_probe(worker))
+        if not signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(sig, stop.set)
         log.info("flower-worker %s ready · model: %s", worker.name, model.label)
+        clock.mark("serving")
         await stop.wait()
+        clock.mark("shutting down")
         log.info("worker %s stopping: its runs go to the other workers", worker.name)
         return EXIT_OK
     finally:
+        health.stopping = True
         if worker is not None:
-            with contextlib.suppress(Exception):
+            held = worker
+            with step(lambda: _handing_back(held)), contextlib.suppress(Exception):
                 await worker.stop()
-        await model.stop()
+        if server is not None:
+            with step("closing the health port"):
+                await server.stop()
+        with step("stopping the demo model"):
+            await model.stop()
         store.close()
+
+
+def _handing_back(worker: RedisWorker) -> str:
+    runs = list(worker.held)
+    return (f"handing runs {', '.join(runs)} back through Redis" if runs
+            else "leaving Redis (its last messages and heartbeat)")
 
 
 if __name__ == "__main__":

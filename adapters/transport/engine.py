@@ -19,6 +19,7 @@ from typing import Any
 
 from adapters.chores import Chores
 from adapters.hop import hop
+from adapters.ops.runlog import run_context
 from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
 from adapters.transport.intents import Intent, Op, Reply, RunLog
@@ -75,7 +76,7 @@ class RunEngine:
         self._loop = asyncio.get_running_loop()
         if self.channel is not None and getattr(self.channel, "on_event", None) is None:
             self.channel.on_event = self.on_event
-        self._task = self._loop.create_task(self._main(), name=f"run {self.run_id}")
+        self._task = self._loop.create_task(self._main(), name=f"run {self.run_id}", context=run_context(self.run_id))
 
     @property
     def task(self) -> asyncio.Task[None] | None:

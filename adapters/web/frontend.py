@@ -34,6 +34,7 @@ from flower_core import Event
 
 if TYPE_CHECKING:
     from adapters.hub import Hub
+    from adapters.ops.http import OpsEndpoints
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,12 @@ SECURITY_HEADERS = {
 
 class WebFrontend:
     name = "web"
+    # Operations: the bot sets these endpoints before start(); /healthz and /readyz then answer before the
+    # guard, /metrics behind it (see adapters/ops/http.py).
+    ops: OpsEndpoints | None = None
+
+    async def health(self) -> str:
+        return "listening" if self._runner is not None else "stopped"
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8470, token: str | None = None, demo: bool = False,
                  db_path: str | Path | None = None, event_maxlen: int = 2000, max_body: int = MAX_BODY,
@@ -219,4 +226,6 @@ def make_app(front: WebFrontend) -> web.Application:
     app.router.add_get("/ws", page.page_ws)
     app.router.add_static("/static", page.STATIC, follow_symlinks=False)
     app.on_response_prepare.append(_on_prepare)
+    if front.ops is not None:  # operations endpoints: health and readiness open, metrics behind the guard
+        front.ops.mount(app)
     return app
