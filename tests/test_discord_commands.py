@@ -55,6 +55,8 @@ async def test_commands_explain_bad_input_to_the_caller_alone(discord_double: Di
     assert "Say what the run should do" in await answer("run", task="   ")
     assert "Start runs from a text channel" in await answer("run", side.id, task="fix it")
     assert "inside a run's thread" in await answer("end")
+    assert "inside a run's thread, or name the run" in await answer("wake")
+    assert "No run rnothere." in await answer("wake", run="rnothere")
     assert "You have no runs going" in await answer("stop")
     assert "No runs going" in await answer("status")
     assert "No runs in this channel yet" in await answer("runs")

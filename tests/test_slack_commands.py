@@ -80,6 +80,14 @@ async def test_a_refused_start_leaves_no_card_and_tells_only_the_person(tmp_path
         assert "invite me" in double.responses[0]["text"] and not bot.store.list_runs()
 
 
+async def test_wake_names_a_run_and_answers_only_the_person(tmp_path: Path) -> None:
+    async with SlackDouble() as double, slack_bot(tmp_path, None, tmp_path, double):
+        assert await double.slash("/flower", "wake rnothere", user="UBOB", channel=C1) is None
+        await double.wait_for(lambda d: d.ephemerals_for("UBOB") or d.responses)
+        said = double.ephemerals_for("UBOB") or [r["text"] for r in double.responses]
+        assert said == ["No run rnothere."] and not double.roots(C1)
+
+
 async def test_a_budget_over_the_channel_ceiling_is_refused_before_anything_starts(tmp_path: Path) -> None:
     async with SlackDouble() as double, slack_bot(tmp_path, None, tmp_path, double,
                                                   budget_ceilings={f"slack:{C1}": 20.0}) as bot:

@@ -96,7 +96,7 @@ def test_long_titles_and_labels_are_clipped_to_slacks_limits() -> None:
     ("stauts", "usage", "stauts"), ("start", "usage", ""), ("start refactor", "start", "refactor"),
     ("build me a CLI", "start", "build me a CLI"), ("help me write a parser", "start", "help me write a parser"),
     ("follow r1a2b3c4d", "follow", "r1a2b3c4d"), ("UNFOLLOW r9", "unfollow", "r9"), ("follow", "usage", ""),
-    ("follow the style guide", "start", "follow the style guide"),
+    ("follow the style guide", "start", "follow the style guide"), ("wake r1a2b3c4d", "wake", "r1a2b3c4d"),
 ])
 def test_flower_command_grammar(text: str, kind: str, rest: str) -> None:
     cmd = parse_flower(text)

@@ -1,4 +1,4 @@
-"""`/flower` — run, stop, end, status, runs, follow, unfollow, help — as a discord.py `app_commands.Group`.
+"""`/flower` — run, stop, end, status, runs, follow, unfollow, wake, help — as a discord.py `app_commands.Group`.
 
 Every command acknowledges at once (an ephemeral "thinking…" placeholder, well inside Discord's
 3 seconds), does its work, then replaces the placeholder with its answer, which only the caller
@@ -198,6 +198,20 @@ class FlowerCommands(app_commands.Group):
                 await reply.say("Use `/flower unfollow` inside the thread that follows a run.")
                 return
             await self.ctx.tell(reply, await self.ctx.hub.unfollow(thread, user))
+
+    @app_commands.command(name="wake", description="Bring back a run that did not come back after a restart")
+    @app_commands.describe(run="The run's id (default: this thread's run)")
+    async def wake(self, interaction: discord.Interaction[Any],
+                   run: app_commands.Range[str, 1, 64] | None = None) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            user = self.ctx.note(interaction.user)
+            run_id = run.strip() if run else self.ctx.run_here(interaction.channel)[1]
+            if run_id is None:
+                await reply.say("Use `/flower wake` inside a run's thread, or name the run: `/flower wake run:<id>`.")
+            else:
+                await self.ctx.tell(reply, await self.ctx.hub.wake(run_id, user))
 
     @app_commands.command(name="help", description="How to use flower here")
     async def help(self, interaction: discord.Interaction[Any]) -> None:

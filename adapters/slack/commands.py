@@ -43,6 +43,7 @@ HELP = (
     "• `/flower follow <run id>` shows a run (from any channel, Discord or the web page) in a new thread here: "
     "answer its questions here too; `/flower unfollow <run id>` (or the shortcut *Stop following here* in that "
     "thread) ends it.\n"
+    "• `/flower wake <run id>` brings back a run that could not come back by itself after a restart.\n"
     "• `/flower status` · `/flower runs` · `/flower help`"
 )
 STOP_LIST_MAX = 10
@@ -74,6 +75,12 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             await bridge.know(user, name)
             mirror = bridge.follow_run if cmd.kind == "follow" else bridge.unfollow_run
             result = await mirror(cmd.text, channel, user)
+            if not bridge.surface.told_recently(user, result.message):
+                await _reply(respond, bridge, channel, user, result.message)
+        elif cmd.kind == "wake":
+            await ack()
+            await bridge.know(user, name)
+            result = await bridge.hub.wake(cmd.text, user)
             if not bridge.surface.told_recently(user, result.message):
                 await _reply(respond, bridge, channel, user, result.message)
         else:

@@ -29,7 +29,7 @@ __all__ = ["RUN_SUBCOMMANDS", "SUBCOMMANDS", "Action", "FlowerCommand", "Payload
            "parse_flower", "read_action", "text_field"]
 
 SUBCOMMANDS = ("start", "status", "runs", "help")
-RUN_SUBCOMMANDS = ("follow", "unfollow")  # take one word: a run id
+RUN_SUBCOMMANDS = ("follow", "unfollow", "wake")  # take one word: a run id
 
 
 class PayloadError(ValueError):
@@ -61,8 +61,8 @@ def text_field(d: Any, *path: str, required: bool = True, null_ok: bool = True) 
 
 @dataclass(frozen=True)
 class FlowerCommand:
-    kind: str  # start | status | runs | help | follow | unfollow | usage
-    text: str = ""  # the task (start), the run id (follow, unfollow) or what was not understood (usage)
+    kind: str  # start | status | runs | help | follow | unfollow | wake | usage
+    text: str = ""  # the task (start), the run id (follow, unfollow, wake) or what was not understood (usage)
     options: dict[str, float] = field(default_factory=dict)  # start: budget_usd, timeout_s, max_asks
 
 

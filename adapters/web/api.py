@@ -14,6 +14,7 @@ POST /api/runs/{id}/decline                {"ask_id", "text"?}  (text = the reas
 POST /api/runs/{id}/send                   {"text"}  inbox mail
 POST /api/runs/{id}/interrupt              {"text"}  (empty: stop and go on)
 POST /api/runs/{id}/end                    —  stop the run for good
+POST /api/runs/{id}/wake                   {"text"?}  wake a run that did not come back after a restart
 POST /api/runs/{id}/oracle                 {"question"}
 POST /api/runs/{id}/say                    {"text"}  a line typed in the thread (?oracle, qN: answer, else mail)
 POST /api/action                           {"action_id", "text"?, "delivery_id"?}  a button of a message
@@ -283,6 +284,12 @@ async def end(request: web.Request) -> web.Response:
     return answered(await w.hub.stop(record.run_id, WEB_USER))
 
 
+async def wake(request: web.Request) -> web.Response:
+    w, record = web_of(request), record_of(request)
+    remark = text_field(await read_body(request, {"text": str}), "text", required=False, empty_ok=True)
+    return answered(await w.hub.wake(record.run_id, WEB_USER, remark))
+
+
 async def oracle(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
     question = text_field(await read_body(request, {"question": str}), "question")
@@ -331,6 +338,7 @@ def routes() -> list[web.RouteDef]:
         web.post("/api/runs/{run_id}/send", send),
         web.post("/api/runs/{run_id}/interrupt", interrupt),
         web.post("/api/runs/{run_id}/end", end),
+        web.post("/api/runs/{run_id}/wake", wake),
         web.post("/api/runs/{run_id}/oracle", oracle),
         web.post("/api/runs/{run_id}/say", say),
         web.post("/api/action", action),
