@@ -266,7 +266,7 @@ class LiveRun:
 
     async def _settle(self, card: AskCard, text: str, user: str, *, decline: bool, where: str = "") -> IntentResult:
         intent = Intent(Op.DECLINE if decline else Op.ANSWER, text, card=card.card_id, ask=card.ask_id,
-                        question=card.question, user=user)
+                        question=card.question, user=user, kind=card.kind)
         self.ledger.hold(card.card_id, text, user)  # one answer per card at a time, even across a restart
         self.view.answering(card.card_id, user, where)
         try:

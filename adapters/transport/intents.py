@@ -69,6 +69,7 @@ class Intent:
     ask: str = ""
     question: str = ""
     user: str = ""
+    kind: str = ""  # answers and declines: the question's kind ("budget": the runtime's own, not the model's)
     iid: str = field(default_factory=lambda: uuid.uuid4().hex)
     at: float = field(default_factory=time.time)
 

@@ -11,6 +11,7 @@ memory. The next one reads the run's unsettled intents and the run's stored sess
 |                 | the question's call still open                 | applies it to the restored question    |
 |                 | no call asking it (it never got stored)        | answer: sends it as inbox mail;        |
 |                 |                                                |   decline: nothing to say (moot)       |
+|                 | (a question of the runtime's own: the cap)     | moot: the gate asks again if still due |
 | send            | "[<mail id>]" in a tool result or a prompt     | settles it                             |
 |                 | nothing                                        | queues the mail again (same id)        |
 | interrupt       | its words in that many prompts since it was    | settles the delivered ones, gives the  |
@@ -56,7 +57,9 @@ def plan(intents: list[Intent], facts: Any) -> Replay:
         if intent.op is Op.STOP:
             out.stop = out.stop or intent
         elif intent.op in (Op.ANSWER, Op.DECLINE):
-            if facts.open(intent.question):
+            if intent.kind:  # a question of the runtime's own (the cost cap): it asks again if still due
+                out.moot.append(intent)
+            elif facts.open(intent.question):
                 out.waiting.append(intent)
             elif facts.settled(intent.question):
                 out.delivered.append(intent)
