@@ -40,8 +40,7 @@ from flower_core.runtime.parked import (
     open_call,
     result_entry,
 )
-from flower_core.runtime.transcript import close_cut_off
-from flower_core.sdk_events import tool_summary
+from flower_core.runtime.resume import close_cut_off, cut_off_event, with_kept_mail
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry
@@ -167,6 +166,8 @@ class Parking:
         if resume and first and not fork and parked is None:
             await self._close_cut_off(resume, state)
         run_prompt: str | None = prompt
+        if resume and first and parked is None and prompt is not None:
+            run_prompt = with_kept_mail(prompt, channel)
         while True:
             if parked is None:
                 try:
@@ -290,16 +291,12 @@ class Parking:
         return ParkRecord(sid, call_id, state.result.step, question, options, asked_at or time.time())
 
     async def _close_cut_off(self, sid: str, state: RunState) -> None:
-        """A session resumed from an earlier process may end on calls the dead process never finished:
-        each gets a result saying so (transcript.close_cut_off), and the front ends are told."""
         try:
             cut = await close_cut_off(self.store, self._key(sid))
         except Exception:  # a store problem: the CLI's own closing of the calls still applies
             return
         if cut:
-            calls = [{"id": c.call_id, "tool": c.tool, "safe": c.safe, "summary": tool_summary(c.args)} for c in cut]
-            self._emit(state, Event("system", text="cut_off", payload={
-                "subtype": "cut_off", "step": state.result.step, "session_id": sid, "calls": calls}))
+            self._emit(state, cut_off_event(cut, step=state.result.step, session_id=sid))
 
     # -- waiting and answering ------------------------------------------------------------------------
     async def _wait(self, record: ParkRecord, ask: Any, state: RunState, channel: Any) -> tuple[str, bool]:

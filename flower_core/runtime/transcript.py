@@ -10,8 +10,8 @@ over its entries, newest state last):
 - ``cut_off_calls``: tool calls of the last assistant turn that never got a result: the process died
   while they ran, so nobody knows whether they took effect.
 
-``Runtime.session_facts`` gathers the first two over a run's sessions; ``Parking`` closes cut-off
-calls before a session resumes (parking.py).
+``Runtime.session_facts`` gathers the first two over a run's sessions; resume.py answers cut-off
+calls before a session resumes.
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-from flower_core.runtime.parked import WITHDRAWN, result_entry
-
-if TYPE_CHECKING:
-    from claude_agent_sdk.types import SessionKey, SessionStoreEntry
+from flower_core.runtime.parked import WITHDRAWN
 
 _MESSAGES = ("user", "assistant")
 # Tools that change nothing outside the model's head: cut off, they are simply worth running again.
@@ -196,21 +193,3 @@ def cut_off_calls(entries: Iterable[Mapping[str, Any]]) -> list[CutOff]:
                 out.append(CutOff(block["id"], str(block.get("name", "")), _args(block), dict(main[i])))
     return out
 
-
-async def close_cut_off(store: Any, key: SessionKey) -> list[CutOff]:
-    """Answer every cut-off call of a stored session with a result saying it was cut off (an error
-    result, chained after the session's last entry), so the resumed model decides whether to run it
-    again: a shell command or an edit is never re-run blindly, nor silently dropped. Returns them."""
-    entries = [dict(e) for e in await store.load(key) or []]
-    cut = cut_off_calls(entries)
-    if not cut:
-        return []
-    parent = next((e["uuid"] for e in reversed(entries) if isinstance(e.get("uuid"), str)), None)
-    written = []
-    for call in cut:
-        entry = result_entry(call.entry, call.call_id, CUT_OFF_SAFE if call.safe else CUT_OFF_UNSAFE, is_error=True)
-        entry["parentUuid"] = parent
-        parent = entry["uuid"]
-        written.append(cast("SessionStoreEntry", entry))
-    await store.append(key, written)
-    return cut
