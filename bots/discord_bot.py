@@ -41,8 +41,8 @@ class DiscordBot(DiscordBridge):
         client = self.client
         if client.is_closed():
             return "closed"
-        if self._task is not None and self._task.done():
-            return "dead"  # the gateway task ended (a dispatch discord.py could not parse): the socket lingers
+        if self.lifeline.watching and not self.lifeline.up.is_set():
+            return "reconnecting"  # the gateway task ended and the lifeline is making the connection again
         ws = client.ws
         if ws is None or not ws.open or not client.is_ready():
             return "connecting"  # discord.py reconnects by itself; READY comes again after a resume

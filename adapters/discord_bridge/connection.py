@@ -97,6 +97,11 @@ class Lifeline:
         self.up = asyncio.Event()  # set while a connection is ready (cleared when it dies)
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.gateway: asyncio.Task[None] | None = None  # the connection task being watched now
+
+    @property
+    def watching(self) -> bool:
+        return self._task is not None and not self._task.done()
 
     def keep(self, first: asyncio.Task[None]) -> None:
         self.up.set()
@@ -128,6 +133,7 @@ class Lifeline:
         delay: float | None = None
         began = loop.time()
         while True:
+            self.gateway = current
             error = await _outcome(current)
             self.up.clear()
             if self._stopping.is_set():
