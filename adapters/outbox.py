@@ -16,9 +16,9 @@ stats.dropped) but an `important` one (ask cards, the summary) keeps being retri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
@@ -79,8 +79,6 @@ class Outbox:
         self._ids: LRU[str, list[str]] = LRU(max_known)
         self._absent: LRU[str, bool] = LRU(max_known)  # keys the store did not know (saves a lookup)
         self._closed = False
-        self._in_transit = 0  # puts handed to the loop from other threads, not yet enqueued
-        self._transit_lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
@@ -92,31 +90,20 @@ class Outbox:
 
     # ---- producer side (synchronous, never raises) ----
     def put(self, msg: OutMessage) -> None:
-        """Queue a message. Never blocks, never raises; from a foreign thread it hops onto the loop."""
+        """Queue a message, on the chat loop (events cross onto it once, in the transport: RunEngine.on_event).
+        Never blocks, never raises."""
         try:
-            try:
-                running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
             if self._loop is None:
-                self._loop = running
-            if self._loop is not None and running is not self._loop:
-                with self._transit_lock:
-                    self._in_transit += 1
-                self._loop.call_soon_threadsafe(self._arrive, msg)
-            else:
-                self._enqueue(msg)
-        except Exception as exc:  # a closed loop, a bug: report, never raise into the run
+                with contextlib.suppress(RuntimeError):
+                    self._loop = asyncio.get_running_loop()
+            self._enqueue(msg)
+        except Exception as exc:  # a bug: report, never raise into the run
             self._report(msg, exc)
-
-    def put_threadsafe(self, msg: OutMessage) -> None:
-        """Queue a message from any thread (same as put, which detects foreign threads itself)."""
-        self.put(msg)
 
     @property
     def depth(self) -> int:
         """Messages queued and not yet delivered (read by the metrics)."""
-        return len(self._pending) + self._in_transit
+        return len(self._pending)
 
     def message_id(self, key: str) -> str | None:
         """The platform id of the message showing `key`, if it was posted (or known from the store)."""
@@ -124,15 +111,15 @@ class Outbox:
         return ids[0] if ids else None
 
     async def flush(self) -> None:
-        """Wait until everything queued so far (from any thread) has been delivered or given up."""
+        """Wait until everything queued so far has been delivered or given up."""
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         self._start()
         while True:
             await self._idle.wait()
-            if not self._in_transit and not self._pending:
+            if not self._pending:
                 return
-            await asyncio.sleep(0)  # a put from another thread is about to land on the loop
+            await asyncio.sleep(0)  # queued just now, before the worker cleared the idle flag
 
     async def close(self, *, drain: bool = True) -> None:
         """Stop accepting messages; deliver what is queued (drain) or abandon it, then stop the worker."""
@@ -150,11 +137,6 @@ class Outbox:
                 if not self._task.cancelled():
                     raise
         self._idle.set()
-
-    def _arrive(self, msg: OutMessage) -> None:
-        with self._transit_lock:
-            self._in_transit -= 1
-        self._enqueue(msg)
 
     def _enqueue(self, msg: OutMessage) -> None:
         if self._closed:

@@ -28,12 +28,14 @@ from typing import Any
 
 from adapters.discord_bridge import DiscordBridge, DiscordSettings
 from adapters.discord_bridge.surface import DiscordSurface
-from adapters.hub import Hub, RunPlan
+from adapters.hub import Hub, HubSettings, RunPlan
+from adapters.hub.fanout import Fanout, Target
 from adapters.hub.pipe import RunPipe
 from adapters.memory_surface import Call, MemorySurface
 from adapters.outbox import Outbox
 from adapters.state import MemoryStateStore
 from adapters.surface import DISCORD, ThreadRef
+from adapters.transport.engine import EngineKit
 from adapters.view import Outcome, RunView, ViewConfig
 from bench.bench_hub import Mix, SimLoop, _SimSelector, stream
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
@@ -81,8 +83,8 @@ def _marker(marks: dict[tuple[str, str], float]) -> Any:
 async def bare(n: int, tmp: Path) -> Trips:
     async with ModelDouble(_scenario(n)) as md:
         surface = MemorySurface(limits=FAST)
-        hub = Hub(surface, MemoryStateStore(), root=tmp / "bare", env=md.env(tmp / "cfg-bare"), factory=_factory(n),
-                  view=VIEW, oracle=False)
+        hub = Hub(surface, MemoryStateStore(), HubSettings(root=tmp / "bare", view=VIEW, oracle=False),
+                  kit=EngineKit(factory=_factory(n), env=md.env(tmp / "cfg-bare")))
         marks: dict[tuple[str, str], float] = {}
         hub.taps.append(_marker(marks))
         tasks: set[asyncio.Task[Any]] = set()
@@ -106,8 +108,8 @@ async def through_discord(n: int, tmp: Path) -> Trips:
         bridge = DiscordBridge(DiscordSettings(token=TOKEN, guild_ids=[d.guild_id], api_base=d.api_base,
                                                gateway_url=d.gateway_url, ready_timeout=0.05))
         bridge.surface.limits = FAST
-        hub = Hub(bridge.surface, MemoryStateStore(), root=tmp / "discord",  # type: ignore[arg-type]
-                  env=md.env(tmp / "cfg-discord"), factory=_factory(n), view=VIEW, oracle=False)
+        hub = Hub(bridge.surface, MemoryStateStore(), HubSettings(root=tmp / "discord", view=VIEW, oracle=False),
+                  kit=EngineKit(factory=_factory(n), env=md.env(tmp / "cfg-discord")))
         bridge.attach(hub)
         marks: dict[tuple[str, str], float] = {}
         hub.taps.append(_marker(marks))
@@ -185,7 +187,7 @@ async def rest_calls(n: int) -> dict[str, Any]:
     thread = ThreadRef("discord", str(d.channel_id), str(starter.id))
     before = len(d.calls)
     view = RunView("rbench", "benchmark run", clock=loop.time, epoch="b")
-    pipe = RunPipe(view, Outbox(surface, thread, clock=loop.time))  # type: ignore[arg-type]
+    pipe = RunPipe(view, Fanout(Target(thread, Outbox(surface, thread, clock=loop.time))))
     pipe.start()
     mix = Mix()
     started = loop.time()
@@ -204,7 +206,7 @@ async def rest_calls(n: int) -> dict[str, Any]:
     for c in calls:
         kind = f"{c.method} {'reaction' if '/reactions/' in c.path else 'message'}"
         by_kind[kind] = by_kind.get(kind, 0) + 1
-    return {"fed": fed, "calls": len(calls), "by_kind": by_kind, "mix": mix, "stats": pipe.outbox.stats,
+    return {"fed": fed, "calls": len(calls), "by_kind": by_kind, "mix": mix, "stats": pipe.fanout.stats,
             "problems": _loss(texts, mix)}
 
 

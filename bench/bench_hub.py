@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.hub.fanout import Fanout, Target
 from adapters.hub.pipe import RunPipe
 from adapters.memory_surface import MemorySurface
 from adapters.outbox import Outbox
@@ -196,7 +197,7 @@ async def calls_and_costs(n: int, pace: float = 1.0) -> dict[str, Any]:
     surface = MemorySurface(limits=SLACK)
     naive = MemorySurface(limits=SLACK, keep=False, record=False)
     view = RunView("rbench", "benchmark run", clock=loop.time, epoch="b")
-    pipe = RunPipe(view, Outbox(surface, THREAD, clock=loop.time))
+    pipe = RunPipe(view, Fanout(Target(THREAD, Outbox(surface, THREAD, clock=loop.time))))
     pipe.start()
     mix = Mix()
     costs: list[int] = []
@@ -222,7 +223,7 @@ async def calls_and_costs(n: int, pace: float = 1.0) -> dict[str, Any]:
     pipe.put(view.finish(Outcome("done", result="All done.", cost_usd=1.23, duration_s=mix.seconds, steps=3)))
     await pipe.close()
     return {"surface": surface, "naive": naive, "mix": mix, "fed": fed, "costs": costs, "noop": noop_costs,
-            "outbox": pipe.outbox.stats, "view_errors": view.errors}
+            "outbox": pipe.fanout.stats, "view_errors": view.errors}
 
 
 def check_loss(surface: MemorySurface, mix: Mix) -> list[str]:
@@ -262,7 +263,7 @@ async def memory(n: int) -> list[tuple[int, float]]:
     loop = asyncio.get_running_loop()
     surface = MemorySurface(limits=SLACK, keep=False, record=False)
     view = RunView("rmem", "memory run", clock=loop.time, epoch="m")
-    pipe = RunPipe(view, Outbox(surface, THREAD, clock=loop.time))
+    pipe = RunPipe(view, Fanout(Target(THREAD, Outbox(surface, THREAD, clock=loop.time))))
     pipe.start()
     marks: list[tuple[int, float]] = []
     i = 0

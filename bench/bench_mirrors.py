@@ -39,7 +39,7 @@ async def fan(n_events: int, places: int) -> dict[str, Any]:
     for target in targets[1:]:
         fanout.add(target)
     view = RunView("rbench", "benchmark run", clock=loop.time, epoch="b")
-    pipe = RunPipe(view, fanout)  # type: ignore[arg-type]  # Fanout is the Outbox slice a pipe uses
+    pipe = RunPipe(view, fanout)
     pipe.start()
     mix, costs = Mix(), []
     perf = time.perf_counter_ns

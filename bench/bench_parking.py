@@ -24,10 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from adapters.hub import Hub, RunPlan
+from adapters.hub import Hub, HubSettings, RunPlan
 from adapters.memory_surface import MemorySurface
 from adapters.state import SQLiteStateStore
 from adapters.surface import ThreadRef
+from adapters.transport.engine import EngineKit
 from adapters.view import ViewConfig
 from bench.procfs import rss_kb
 from flower_core import AgentSpec, Event, HumanChannel, Step, Workflow
@@ -75,9 +76,9 @@ class Bench:
         self.md = md
         self.surface = MemorySurface(record=False, keep=False)
         self.store = SQLiteStateStore(tmp / "state.db")
-        self.hub = Hub(self.surface, self.store, root=tmp / "runs", env=md.env(tmp / "cli"), factory=_factory,
-                       max_runs=CONCURRENT, max_parked=1_000_000, park_after_s=0.2, oracle=True,
-                       view=ViewConfig(status_every_s=30.0, prose_linger_s=1.0))
+        settings = HubSettings(root=tmp / "runs", max_runs=CONCURRENT, max_parked=1_000_000, park_after_s=0.2,
+                               view=ViewConfig(status_every_s=30.0, prose_linger_s=1.0))
+        self.hub = Hub(self.surface, self.store, settings, kit=EngineKit(factory=_factory, env=md.env(tmp / "cli")))
         self.parked_now = asyncio.Event()
         self.hub.taps.append(self._tap)
         self.n = 0

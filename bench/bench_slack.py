@@ -30,12 +30,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from adapters.hub import Hub, RunPlan
+from adapters.hub import Hub, HubSettings, RunPlan
 from adapters.memory_surface import MemorySurface
 from adapters.outbox import Outbox
 from adapters.slack import SlackFrontend, SlackSettings
 from adapters.state import MemoryStateStore
 from adapters.surface import MEMORY, SLACK, OutMessage, ThreadRef
+from adapters.transport.engine import EngineKit
 from adapters.view import ViewConfig
 from flower_core import AgentSpec, Event, HumanChannel, Runtime, Step, Workflow
 from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
@@ -107,7 +108,8 @@ async def memory(md: ModelDouble, n: int, tmp: Path) -> list[tuple[float, float]
             cards.put_nowait((k, msg.buttons[0].action_id))
 
     surface.on_call = on_call
-    hub = Hub(surface, MemoryStateStore(), root=tmp / "runs", env=md.env(tmp / "cfg"), factory=_factory, view=VIEW)
+    hub = Hub(surface, MemoryStateStore(), HubSettings(root=tmp / "runs", view=VIEW),
+              kit=EngineKit(factory=_factory, env=md.env(tmp / "cfg")))
     run = (await hub.start("ask away", ThreadRef("memory", C1, "t1"), "UALICE")).run_id
     answered: dict[int, float] = {}
     for _ in range(n):
@@ -125,8 +127,8 @@ async def slack(md: ModelDouble, n: int, tmp: Path, double: SlackDouble,
     card; click envelope sent -> Hub.handle_action entered."""
     frontend = SlackFrontend(SlackSettings(bot_token=BOT_TOKEN, app_token=APP_TOKEN, api_url=double.api_url))
     frontend.surface.limits = MEMORY  # pacing off, as for the memory mode (see the docstring)
-    hub = Hub(frontend.surface, MemoryStateStore(), root=tmp / "runs", env=md.env(tmp / "cfg"), factory=_factory,
-              view=VIEW)
+    hub = Hub(frontend.surface, MemoryStateStore(), HubSettings(root=tmp / "runs", view=VIEW),
+              kit=EngineKit(factory=_factory, env=md.env(tmp / "cfg")))
     events: list[str] = []
     hub.taps.append(lambda run_id, ev: events.append(ev.kind))
     posting: dict[int, float] = {}

@@ -29,7 +29,7 @@ from typing import Any
 
 import aiohttp
 
-from adapters.hub import Hub
+from adapters.hub import Hub, HubSettings
 from adapters.state import MemoryStateStore, RunRecord
 from adapters.surface import ThreadRef
 from adapters.web import WebFrontend
@@ -132,7 +132,7 @@ def rss_mb() -> float:
 async def main_async(n_memory: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-web-") as tmp:
         front = WebFrontend(port=0, say=lambda s: None)
-        hub = Hub({"web": front.surface}, MemoryStateStore(), root=Path(tmp))
+        hub = Hub({"web": front.surface}, MemoryStateStore(), HubSettings(root=Path(tmp)))
         hub.store.save_run(RunRecord(RUN, ThreadRef("web", "page", "tbench"), "web", "bench", "running", tmp, tmp))
         front.attach(hub)
         await front.start()
@@ -160,7 +160,7 @@ async def main_async(n_memory: int) -> None:
 
         # Memory: one run's log over many events (no pages: the log itself).
         front = WebFrontend(say=lambda s: None)
-        front.attach(Hub({"web": front.surface}, MemoryStateStore(), root=Path(tmp)))
+        front.attach(Hub({"web": front.surface}, MemoryStateStore(), HubSettings(root=Path(tmp))))
         gc.collect()
         base = rss_mb()
         print(f"\nevent log memory over {n_memory:,} events (maxlen {front.events.maxlen}):")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.hub import Hub
+from adapters.hub import Hub, HubSettings
 from adapters.memory_surface import MemorySurface
 from adapters.state import SQLiteStateStore
 from adapters.surface import ThreadRef
@@ -175,8 +175,8 @@ class Front:
     def __init__(self, tmp: Path, *, transport: RedisTransport | None = None, **hub_kw: Any) -> None:
         self.surface = MemorySurface(record=False, keep=False)
         self.state = SQLiteStateStore(tmp / "front-state.db")
-        self.hub = Hub(self.surface, self.state, root=tmp / "runs", view=ViewConfig(), transport=transport,
-                       **hub_kw)
+        self.hub = Hub(self.surface, self.state, HubSettings(root=tmp / "runs", view=ViewConfig(), **hub_kw),
+                       transport=transport)
         self.changed = asyncio.Event()
         self.hub.taps.append(self._tap)  # before any run starts: taps are bound when a run is shown
         self.started = 0

@@ -33,8 +33,8 @@ from bots.logs import setup_logging
 from bots.shutdown import QuietPlannedExits, StopClock
 
 if TYPE_CHECKING:
-    from adapters.hub import Hub
-    from adapters.transport import Transport
+    from adapters.hub import Hub, HubSettings
+    from adapters.transport.redis_front import RedisTransport
 
 EXIT_OK, EXIT_CONFIG = 0, 2
 log = logging.getLogger("flower.bot")
@@ -120,6 +120,7 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
     from adapters.ops.metrics import Metrics
     from adapters.state import ChannelPolicy, SQLiteStateStore
     from adapters.surface import StartRefused
+    from adapters.transport.engine import EngineKit
     from adapters.web import WebFrontend
     from bots.flows import flow_factory
     from bots.model import Model
@@ -146,25 +147,20 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
         for ch in cfg.channels:
             store.set_channel_policy(ch.channel, ChannelPolicy(ch.starters, ch.responders, ch.admins))
         surfaces = metrics.count_surfaces({f.name: f.surface for f in frontends})
-        hub = Hub(surfaces, store, root=cfg.root,
-                  workspaces={c.channel: c.workspace for c in cfg.channels if c.workspace is not None},
-                  factory=flow_factory(cfg.flow), env=model.env, max_runs=cfg.max_runs, timeout_s=cfg.timeout_s,
-                  max_asks=cfg.max_asks, budget_usd=cfg.budget_usd, dm_after_s=cfg.dm_after_s,
-                  park_after_s=cfg.park_after_s, max_parked=cfg.max_parked,
-                  budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels if c.max_budget_usd is not None},
-                  transport=_transport(cfg), wake_on_start=cfg.wake_on_start)
+        hub = Hub(surfaces, store, hub_settings(cfg), kit=EngineKit(factory=flow_factory(cfg.flow), env=model.env),
+                  transport=(transport := _transport(cfg)))
         try:
             await hub.open()
         except StartRefused as exc:  # Redis is not there
             raise ConfigError(str(exc)) from None
         metrics.watch_hub(hub)
-        metrics.intents_pending = hub.store.count_unsettled_intents  # accepted, not yet carried out
+        metrics.intents_pending = hub.pending_inputs  # accepted, not yet carried out
         for f in frontends:
             health.add(f.name, getattr(f, "health", None) or _unknown)
             if isinstance(f, WebFrontend):
                 f.ops = endpoints
         if cfg.redis_url is not None:
-            health.add("redis", redis_probe(getattr(hub.transport, "redis", None)))
+            health.add("redis", redis_probe(transport.redis if transport is not None else None))
         for f in frontends:
             f.attach(hub)
         try:
@@ -217,11 +213,23 @@ async def _unknown() -> str:
 
 
 def _runs_stopping(hub: Hub) -> str:
-    runs = list(hub.live)
+    runs = [r.run_id for r in hub.runs()]
     return f"stopping runs {', '.join(runs)}" if runs else "closing the run transport"
 
 
-def _transport(cfg: BotConfig) -> Transport | None:
+def hub_settings(cfg: BotConfig) -> HubSettings:
+    """What the hub takes from the bot's configuration."""
+    from adapters.hub import HubSettings
+
+    return HubSettings(root=cfg.root, workspaces={c.channel: c.workspace for c in cfg.channels if c.workspace},
+                       max_runs=cfg.max_runs, max_parked=cfg.max_parked, timeout_s=cfg.timeout_s,
+                       max_asks=cfg.max_asks, budget_usd=cfg.budget_usd, dm_after_s=cfg.dm_after_s,
+                       park_after_s=cfg.park_after_s, wake_on_start=cfg.wake_on_start,
+                       budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels
+                                        if c.max_budget_usd is not None})
+
+
+def _transport(cfg: BotConfig) -> RedisTransport | None:
     """Redis when configured (this process is then the chat front only), else runs stay in this process."""
     if cfg.redis_url is None:
         return None

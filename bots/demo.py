@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from adapters.terminal import Render
-from bots.flower_cli import run_starter
+from bots.terminal_run import run_starter
 from flower_core.devmodel import ModelDouble
 
 DEMO_TASK = "Write a short greeting note in notes.md, then have a worker count its words."

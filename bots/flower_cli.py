@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from adapters.terminal import EXIT_INTERRUPTED, Controller, Render
+from adapters.terminal import EXIT_INTERRUPTED, Render
+from bots.credentials import has_credentials
+from bots.terminal_run import UsageError, check_budget, run_starter
 
 EXIT_USAGE = 2
 COMMANDS = ("go", "once", "demo")
@@ -33,8 +33,6 @@ with ANTHROPIC_BASE_URL pointing at it).
   model double — no key, no network, no cost."""
 
 
-class UsageError(Exception):
-    """A problem with what was asked for: printed to stderr, exit code 2."""
 
 
 # -- arguments ---------------------------------------------------------------------------------------
@@ -117,63 +115,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
     return []
 
 
-# -- credentials ---------------------------------------------------------------------------------------
-def has_credentials(environ: Mapping[str, str] | None = None) -> bool:
-    """A key, a gateway token, a gateway URL, a cloud provider switch or a CLI login file."""
-    from flower_core.spec import has_credentials as core_has
-    from flower_core.spec import resolve_env
-
-    env = os.environ if environ is None else environ
-    if any(env.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")):
-        return True
-    return core_has(resolve_env(environ=env))
-
-
 # -- runs ------------------------------------------------------------------------------------------------
-async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: float, max_asks: int | None,
-                      window: int | None, handoff: bool, env: dict[str, str] | None = None,
-                      render: Render | None = None, budget_usd: float | None = None) -> int:
-    """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code."""
-    from flower_core import BudgetError, Oracle, Runtime, starter_flow
-
-    render = render or Render()
-    check_budget(budget_usd)
-    workspace.mkdir(parents=True, exist_ok=True)
-    try:
-        wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks,
-                          budget_usd=budget_usd)
-    except BudgetError as exc:
-        raise UsageError(f"flower: {exc}") from exc
-    except ValueError as exc:  # no task and no earlier brief to wake from
-        raise UsageError('flower: nothing to do here. Give it a task, e.g. flower "add a --json flag to the '
-                         'report", or run it in a workspace with an earlier brief to continue.') from exc
-    if timeout_s > 0 and not (sys.stdin is not None and sys.stdin.isatty()):
-        render.say("! stdin is not a terminal: nobody can answer questions here. Add --timeout 0 to let it "
-                   "decide for itself.", "warn")
-    runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": wf.workbench,
-                                      "handoff": handoff, "env": env}
-    if window:
-        runtime_kwargs["window"] = window
-    rt = Runtime(**runtime_kwargs)
-    oracle = Oracle(workspace=workspace, run_dir=run_dir, workbench=wf.workbench, env=env, budget=wf.budget)
-    try:
-        return await Controller(rt, render, channel=wf.channel, oracle=oracle).drive(wf)
-    finally:
-        oracle.close()
-        rt.close()
-
-
-def check_budget(budget_usd: float | None) -> None:
-    """--budget before anything is created: a negative or non-number cap, or 0, is a usage error."""
-    if budget_usd is None:
-        return
-    if not budget_usd >= 0 or budget_usd == float("inf"):
-        raise UsageError(f"flower: --budget must be a number of dollars, 0 or more (got {budget_usd:g}).")
-    if budget_usd == 0:
-        raise UsageError("flower: --budget 0 lets nothing run, so the run is not started. Give a positive cap "
-                         "(e.g. --budget 5), or leave --budget out for no cap.")
-
-
 async def _once(args: argparse.Namespace) -> int:
     from flower_core import AgentSpec, Runtime
 

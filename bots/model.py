@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from bots.flower_cli import has_credentials
+from bots.credentials import has_credentials
 
 if TYPE_CHECKING:
     from bots.config import BotConfig

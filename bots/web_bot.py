@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters.web import WebFrontend
 from bots.config import BotConfig, ConfigError, refuse_unknown
-from bots.flower_cli import has_credentials
+from bots.credentials import has_credentials
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build"]
 

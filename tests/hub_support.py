@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -10,10 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from adapters.hub import Hub, RunPlan
+from adapters.hub import Hub, HubSettings, RunPlan
 from adapters.memory_surface import MemorySurface, Posted
 from adapters.state import StateStore
 from adapters.surface import OutMessage, ThreadRef
+from adapters.transport.engine import EngineKit
 from adapters.view import ViewConfig
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from flower_core.devmodel import ModelDouble
@@ -114,12 +116,24 @@ def one_step_flow(*, timeout_s: float = 60.0, resume_prompt: str | None = None,
     return factory
 
 
+SETTINGS = frozenset(f.name for f in dataclasses.fields(HubSettings))
+KIT = frozenset({"factory", "env", "runtime_options"})
+
+
+def hub_of(surfaces: Any, store: StateStore, **kw: Any) -> Hub:
+    """A Hub from one flat set of keywords, as tests like to write them: HubSettings fields, EngineKit
+    fields (factory, env, runtime_options) and the Hub's own (transport, clock, sleeper)."""
+    settings = HubSettings(**{k: kw.pop(k) for k in list(kw) if k in SETTINGS})
+    kit = {k: kw.pop(k) for k in list(kw) if k in KIT}
+    return Hub(surfaces, store, settings, kit=EngineKit(**kit) if kit else None, **kw)
+
+
 def make_hub(tmp_path: Path, md: ModelDouble, cli_home: Path, surface: MemorySurface, store: StateStore,
              **kw: Any) -> Hub:
     kw.setdefault("factory", one_step_flow())
     kw.setdefault("view", QUICK)
     kw.setdefault("runtime_options", {"resilience": FAST})
-    return Hub(surface, store, root=tmp_path / "runs", env=md.env(cli_home), **kw)
+    return hub_of(surface, store, root=tmp_path / "runs", env=md.env(cli_home), **kw)
 
 
 # Both scenarios below open the same way: one question about tabs and spaces.

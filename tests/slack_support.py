@@ -12,7 +12,7 @@ from typing import Any
 from adapters.hub import Hub
 from adapters.slack import SlackFrontend, SlackSettings
 from adapters.state import MemoryStateStore, StateStore
-from tests.hub_support import make_hub
+from tests.hub_support import hub_of, make_hub
 from tests.slack_double import APP_TOKEN, BOT_TOKEN, Msg, SlackDouble
 
 C1 = "C0000001"
@@ -38,7 +38,7 @@ async def slack_bot(tmp_path: Path, md: Any, cli_home: Path, double: SlackDouble
     frontend = SlackFrontend(settings or settings_for(double))
     store = store if store is not None else MemoryStateStore()
     if md is None:
-        hub = Hub(frontend.surface, store, root=tmp_path / "runs", **hub_kw)
+        hub = hub_of(frontend.surface, store, root=tmp_path / "runs", **hub_kw)
     else:
         hub = make_hub(tmp_path, md, cli_home, frontend.surface, store, **hub_kw)
     frontend.attach(hub)

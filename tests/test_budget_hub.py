@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adapters.hub import Hub, RunOptions, RunPlan, default_factory
+from adapters.hub import RunOptions, RunPlan, default_factory
 from adapters.memory_surface import MemorySurface
 from adapters.state import MemoryStateStore
 from adapters.surface import OutMessage
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from tests.conftest import scenario_of
-from tests.hub_support import QUICK, THREAD, Watch, button, make_hub
+from tests.hub_support import QUICK, THREAD, Watch, button, hub_of, make_hub
 from tests.runtime_support import FAST
 
 COSTLY = {"input_tokens": 1000, "output_tokens": 40000}  # $0.603 at Sonnet prices
@@ -45,7 +45,7 @@ async def test_a_side_question_over_the_cap_pauses_the_run_and_plus_20_resumes_i
     surface, store = MemorySurface(), MemoryStateStore()
     watch = Watch(surface)
     env = {**md.env(cli_home), "ANTHROPIC_MODEL": "claude-sonnet-4-5"}  # every role at Sonnet prices
-    hub = Hub(surface, store, root=tmp_path / "runs", env=env, factory=budget_flow, view=QUICK,
+    hub = hub_of(surface, store, root=tmp_path / "runs", env=env, factory=budget_flow, view=QUICK,
               runtime_options={"resilience": FAST})
     started = await hub.start("wait for it", THREAD, "alice", options=RunOptions(budget_usd=0.5))
     assert started.ok

@@ -16,6 +16,7 @@ from adapters.state import ChannelPolicy, MemoryStateStore
 from adapters.surface import Button, OutMessage, PermanentSurfaceError, ThreadRef, TransientSurfaceError
 from tests.discord_double import DiscordDouble
 from tests.discord_support import discord_double, settings
+from tests.hub_support import hub_of
 
 __all__ = ["discord_double"]
 
@@ -23,7 +24,7 @@ __all__ = ["discord_double"]
 @pytest.fixture
 async def bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tuple[DiscordBridge, Hub]]:
     bridge = DiscordBridge(settings(discord_double))
-    hub = Hub(bridge.surface, MemoryStateStore(), root=tmp_path / "runs")  # type: ignore[arg-type]
+    hub = hub_of(bridge.surface, MemoryStateStore(), root=tmp_path / "runs")  # type: ignore[arg-type]
     bridge.attach(hub)
     await bridge.start()
     yield bridge, hub

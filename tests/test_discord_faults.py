@@ -141,8 +141,8 @@ async def test_429s_on_message_create_and_edit_lose_nothing_and_keep_order(
         d.fail("PATCH", r"/channels/\d+/messages/\d+", times=2, retry_after=0.05)
         await d.click(alice, int(card["id"]), label="yes")
         live = await hub.wait(run_id)
-        assert live is not None and live.pipe.outbox.stats.dropped == 0
-        assert live.pipe.outbox.stats.retries > 0  # some 429s outlasted discord.py's own retries
+        assert live is not None and live.pipe.fanout.stats.dropped == 0
+        assert live.pipe.fanout.stats.retries > 0  # some 429s outlasted discord.py's own retries
     finally:
         await stop_bot(bridge, hub)
     assert len([c for c in d.calls if c.status == 429]) == 25  # every injected 429 was met, and survived

@@ -30,6 +30,7 @@ from tests.discord_double import TOKEN, DiscordDouble
 from tests.discord_interactions import Ix
 from tests.discord_payloads import snowflake
 from tests.discord_support import discord_double, settings
+from tests.hub_support import hub_of
 from tests.test_discord_bot_process import Bot, bot_env, no_bot_left_behind
 
 __all__ = ["discord_double", "no_bot_left_behind"]
@@ -38,7 +39,7 @@ __all__ = ["discord_double", "no_bot_left_behind"]
 @pytest.fixture
 async def bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tuple[DiscordBridge, Hub]]:
     bridge = DiscordBridge(settings(discord_double))
-    hub = Hub(bridge.surface, MemoryStateStore(), root=tmp_path / "runs")
+    hub = hub_of(bridge.surface, MemoryStateStore(), root=tmp_path / "runs")
     bridge.attach(hub)
     await bridge.start()
     yield bridge, hub
@@ -205,7 +206,7 @@ QUICK = Backoff(first_s=0.05, max_s=1.0, fatal_s=0.3)
 @pytest.fixture
 async def quick_bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tuple[DiscordBridge, Hub]]:
     bridge = DiscordBridge(settings(discord_double, backoff=QUICK))
-    hub = Hub(bridge.surface, MemoryStateStore(), root=tmp_path / "runs")
+    hub = hub_of(bridge.surface, MemoryStateStore(), root=tmp_path / "runs")
     bridge.attach(hub)
     await bridge.start()
     yield bridge, hub
@@ -259,7 +260,7 @@ async def test_stop_during_the_wait_before_connecting_again_is_prompt(discord_do
     """SIGTERM while the connection is down and the next attempt is minutes away: the bridge stops now."""
     d = discord_double
     bridge = DiscordBridge(settings(d, backoff=Backoff(first_s=600, max_s=600, fatal_s=600)))
-    bridge.attach(Hub(bridge.surface, MemoryStateStore(), root=tmp_path / "runs"))
+    bridge.attach(hub_of(bridge.surface, MemoryStateStore(), root=tmp_path / "runs"))
     await bridge.start()
     try:
         await d.gateway.close_with(4004)

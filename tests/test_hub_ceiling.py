@@ -10,12 +10,13 @@ from adapters.state import MemoryStateStore
 from adapters.surface import ThreadRef
 from bots.bot import build_parser
 from bots.config import load_config
+from tests.hub_support import hub_of
 
 THREAD = ThreadRef("memory", "C1", "t1")
 
 
 def hub_with(tmp_path: Path, surface: MemorySurface, **kw: object) -> Hub:
-    return Hub(surface, MemoryStateStore(), root=tmp_path, budget_ceilings={"memory:C1": 20.0}, **kw)  # type: ignore[arg-type]
+    return hub_of(surface, MemoryStateStore(), root=tmp_path, budget_ceilings={"memory:C1": 20.0}, **kw)  # type: ignore[arg-type]
 
 
 async def test_a_starter_cannot_ask_for_more_than_the_channel_allows(tmp_path: Path) -> None:

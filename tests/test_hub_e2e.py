@@ -83,7 +83,7 @@ async def test_start_ask_answer_mail_interrupt_oracle_finish(double_factory: Any
     assert store.get_run(run).status == "done"  # type: ignore[union-attr]
     main = md.model_requests("main")
     assert main[1].last_tool_result == "blue" and "yes please" in main[2].last_tool_result
-    assert live.pipe.outbox.stats.dropped == 0
+    assert live.pipe.fanout.stats.dropped == 0
 
 
 async def test_runs_side_by_side_up_to_the_limit_then_a_clear_refusal(double_factory: Any, cli_home: Path,
@@ -144,6 +144,6 @@ async def test_a_429_storm_loses_nothing_and_keeps_order(double_factory: Any, cl
     at = {k: next(i for i, m in enumerate(thread) if k in m.text or m.key == k) for k in ("Line q.", "ask:1-q1",
                                                                                          "Line 3.")}
     assert at["Line q."] < at["ask:1-q1"] < at["Line 3."]
-    assert surface.counts["failed"] == 14 and live.pipe.outbox.stats.dropped == 0
+    assert surface.counts["failed"] == 14 and live.pipe.fanout.stats.dropped == 0
     assert posted(surface, "ask:1-q1").msg.title == "✅ Answered by alice"
     assert [m.title for m in surface.thread(kind="summary")] == ["✅ Finished"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -333,23 +332,6 @@ async def test_edits_survive_a_restart_through_the_store() -> None:
     again.put(OutMessage("summary", "summary", "final", important=True))
     await clock.run(again.flush())
     assert [(c.op, c.message_id) for c in fake.calls[2:]] == [("update", "m1"), ("update", "m2")]
-
-
-async def test_put_from_other_threads() -> None:
-    clock = SimClock()
-    fake = FakeSurface(clock)
-    ob = make(clock, fake)
-
-    def producer(base: int, threadsafe: bool) -> None:
-        for i in range(base, base + 100):
-            (ob.put_threadsafe if threadsafe else ob.put)(notice(i))
-
-    for base, ts in ((0, True), (100, False)):
-        t = threading.Thread(target=producer, args=(base, ts))
-        t.start()
-        t.join()
-        await clock.run(ob.flush())
-    assert [c.msg.key for c in fake.calls] == [f"n:{i}" for i in range(200)]
 
 
 async def test_put_never_raises_and_close_stops_intake() -> None:

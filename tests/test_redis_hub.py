@@ -23,7 +23,7 @@ from adapters.transport.redis_front import RedisTransport
 from adapters.transport.redis_worker import RedisWorker
 from flower_core import RedisSessionStore
 from flower_core.devmodel import ModelDouble, parse_scenario
-from tests.hub_support import QUICK, THREAD, TWO_QUESTIONS_SCENARIO, Watch, button, one_step_flow
+from tests.hub_support import QUICK, THREAD, TWO_QUESTIONS_SCENARIO, Watch, button, hub_of, one_step_flow
 from tests.redis_support import RedisServer
 from tests.runtime_support import FAST
 
@@ -44,7 +44,7 @@ class Rig:
     async def front(self, surface: MemorySurface | None = None) -> tuple[Hub, MemorySurface, Watch]:
         """An opened front hub on `surface` (a new one unless given: a restarted front keeps the platform's)."""
         surface = surface or MemorySurface()
-        hub = Hub(surface, self.state, root=self.tmp / "runs", view=QUICK,
+        hub = hub_of(surface, self.state, root=self.tmp / "runs", view=QUICK,
                   transport=RedisTransport(self.url, prefix=self.prefix, reply_timeout_s=5.0))
         self.hubs.append(hub)
         await hub.open()

@@ -26,7 +26,7 @@ from adapters.surface import Button, OutMessage, ThreadRef
 from adapters.web import EventLog, WebFrontend, WebSurface, json_safe, make_app
 from flower_core import Event
 from tests.conftest import scenario_of
-from tests.hub_support import INBOX, ask_call, make_hub
+from tests.hub_support import INBOX, ask_call, hub_of, make_hub
 
 WEB_THREAD = ThreadRef("web", "page", "tfixed")
 
@@ -57,7 +57,7 @@ def seqs(frames: list[dict[str, Any]]) -> list[int]:
 async def idle(tmp_path: Path) -> AsyncIterator[tuple[WebFrontend, Hub, TestClient]]:
     """A web front end over a hub whose runs are only records (nothing spawns a CLI)."""
     front = WebFrontend(demo=True, event_maxlen=5, max_body=4096, say=lambda s: None)
-    hub = Hub({"web": front.surface}, MemoryStateStore(), root=tmp_path / "runs")
+    hub = hub_of({"web": front.surface}, MemoryStateStore(), root=tmp_path / "runs")
     front.attach(hub)
     client = await client_for(front)
     yield front, hub, client
@@ -347,7 +347,7 @@ async def test_off_loopback_a_token_is_required_on_every_request_and_socket(tmp_
     printed: list[str] = []
     front = WebFrontend(host="0.0.0.0", port=0, say=printed.append)
     assert front.token and front.token_generated
-    hub = Hub({"web": front.surface}, MemoryStateStore(), root=tmp_path / "runs")
+    hub = hub_of({"web": front.surface}, MemoryStateStore(), root=tmp_path / "runs")
     front.attach(hub)
     front._announce()
     assert f"?token={front.token}" in printed[0]
@@ -476,7 +476,7 @@ async def test_a_taken_port_is_a_clear_refusal_at_start(tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         front = build(BotConfig(surfaces=["web"], root=tmp_path, demo=True, web_port=port))
-        front.attach(Hub({"web": front.surface}, MemoryStateStore(), root=tmp_path))
+        front.attach(hub_of({"web": front.surface}, MemoryStateStore(), root=tmp_path))
         with pytest.raises(StartRefused, match=f"cannot listen on 127.0.0.1:{port}"):
             await front.start()  # flower-bot prints it as one line and exits 2
         await front.stop()

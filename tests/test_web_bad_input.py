@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from adapters.hub import Hub
 from adapters.state import MemoryStateStore
 from adapters.web import WebFrontend, make_app
+from tests.hub_support import hub_of
 
 JSON = {"Content-Type": "application/json"}
 
@@ -26,7 +27,7 @@ JSON = {"Content-Type": "application/json"}
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[WebFrontend, Hub, TestClient]]:
     front = WebFrontend(demo=True, max_body=64 * 1024, say=lambda s: None)
-    hub = Hub({"web": front.surface}, MemoryStateStore(), root=tmp_path / "runs")
+    hub = hub_of({"web": front.surface}, MemoryStateStore(), root=tmp_path / "runs")
     front.attach(hub)
     client = TestClient(TestServer(make_app(front), host="127.0.0.1"))
     await client.start_server()
@@ -131,7 +132,7 @@ async def test_a_method_a_route_does_not_take_is_405_with_allow(served: tuple[We
 @pytest.fixture
 async def listening(tmp_path: Path) -> AsyncIterator[WebFrontend]:
     front = WebFrontend(port=0, demo=True, say=lambda s: None)
-    front.attach(Hub({"web": front.surface}, MemoryStateStore(), root=tmp_path / "runs"))
+    front.attach(hub_of({"web": front.surface}, MemoryStateStore(), root=tmp_path / "runs"))
     await front.start()
     yield front
     await asyncio.wait_for(front.stop(), 30)

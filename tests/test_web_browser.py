@@ -24,12 +24,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.hub import Hub, default_factory
+from adapters.hub import default_factory
 from adapters.state import MemoryStateStore
 from adapters.surface import OutMessage
 from adapters.view import ViewConfig
 from adapters.web import WebFrontend
-from tests.hub_support import make_hub
+from tests.hub_support import hub_of, make_hub
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
@@ -263,7 +263,7 @@ async def test_a_demo_run_in_the_page_from_start_to_summary(browser: Page, doubl
         await front.stop()
         await page.until("document.body.dataset.connected === 'no'")
         later = WebFrontend(port=port, demo=True, db_path=db, say=lambda s: None)
-        later.attach(Hub({"web": later.surface}, store, root=tmp_path / "runs"))
+        later.attach(hub_of({"web": later.surface}, store, root=tmp_path / "runs"))
         await later.start()
         await page.until("document.body.dataset.connected === 'yes'")
         note = await later.surface.post(store.get_run(run).thread,  # type: ignore[union-attr]

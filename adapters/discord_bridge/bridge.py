@@ -78,7 +78,7 @@ class DiscordBridge:
 
     def attach(self, hub: Hub) -> None:
         self.ctx.attach(hub)
-        self.surface.who = hub.people.display
+        self.surface.who = hub.display
         self.surface.footer = self._footer
 
     async def start(self) -> None:
@@ -148,7 +148,7 @@ class DiscordBridge:
     def _footer(self, thread: ThreadRef) -> str:
         hub = self.ctx.hub
         run_id = hub.run_in(thread)
-        record = hub.store.get_run(run_id) if run_id else None
+        record = hub.run(run_id) if run_id else None
         if record is None:
             return ""
-        return f"run {record.run_id} · started by {hub.people.display(record.owner)}"
+        return f"run {record.run_id} · started by {hub.display(record.owner)}"

@@ -70,7 +70,7 @@ class FlowerCommands(app_commands.Group):
         if not task.strip():
             await reply.say("Say what the run should do, e.g. `/flower run task:add a --json flag to the CLI`.")
             return
-        allowed = hub.access.can_start(f"{PLATFORM}:{channel.id}", user)
+        allowed = hub.may(user, "start", channel=f"{PLATFORM}:{channel.id}")
         if not allowed:
             await reply.say(f"Not started: {allowed.reason}.")
             return
@@ -94,7 +94,7 @@ class FlowerCommands(app_commands.Group):
         async with reply.active():
             user = self.ctx.note(interaction.user)
             _, run_id = self.ctx.run_here(interaction.channel)
-            if run_id is not None and run_id in self.ctx.hub.live:
+            if run_id is not None and self.ctx.hub.is_live(run_id):
                 result = await self.ctx.hub.interrupt(run_id, message or "", user)
                 await self.ctx.tell(reply, result, suffix=SUBAGENT_WARNING)
             else:
@@ -164,16 +164,9 @@ class FlowerCommands(app_commands.Group):
         if not isinstance(channel, discord.TextChannel):
             await reply.say("Follow runs from a text channel: the mirror gets a thread of its own there.")
             return
-        record = hub.store.get_run(run_id)
-        if record is None:
-            await reply.say(f"No run {run_id}.")
-            return
-        allowed = hub.access.can_answer(record, user)  # checked before anything is posted
-        if not allowed:
-            await reply.say(f"You cannot follow run {run_id}: {allowed.reason}.")
-            return
-        if run_id not in hub.live:
-            await reply.say(f"Run {run_id} is not running ({record.status}).")
+        record, may = hub.run(run_id), hub.followable(run_id, user)  # checked before anything is posted
+        if record is None or not may.ok:
+            await reply.say(may.message)
             return
         try:
             starter = await channel.send(embed=_following(run_id, record.task), allowed_mentions=NO_MENTIONS)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from adapters.hub.results import IntentResult
+from adapters.hub import IntentResult
 from adapters.surface import ThreadRef
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class Context:
         """The hub's user id for this person (the snowflake as text), with their name and roles noted."""
         user = str(who.id)
         roles = [f"role:{r.id}" for r in who.roles] if isinstance(who, discord.Member) else None
-        self.hub.people.note(user, who.display_name, roles)
+        self.hub.note(user, who.display_name, roles)
         return user
 
     # ---- places ----------------------------------------------------------------------------------
@@ -57,11 +57,7 @@ class Context:
         if isinstance(channel, discord.Thread) and channel.parent_id:
             return ThreadRef(PLATFORM, str(channel.parent_id), str(channel.id))
         if isinstance(channel, discord.PartialMessageable) and channel.id:  # not cached: known runs only
-            cid = str(channel.id)
-            own = (r.thread for r in self.hub.runs(platform=PLATFORM, live_only=False) if r.thread.thread == cid)
-            mirrored = (m.thread for rid in list(self.hub.live) for m in self.hub.store.mirrors_of(rid)
-                        if m.thread.platform == PLATFORM and m.thread.thread == cid)
-            return next(own, None) or next(mirrored, None)
+            return self.hub.thread_by_id(PLATFORM, str(channel.id))
         return None
 
     def where(self, channel: Any) -> ThreadRef | None:
@@ -84,7 +80,7 @@ class Context:
         if not isinstance(interaction.user, discord.User | discord.Member):
             log.warning("discord: skipped a malformed INTERACTION_CREATE dispatch: no 'member.user' or 'user'")
             return False
-        return self.ready and not self.hub.store.seen(f"discord:interaction:{interaction.id}")
+        return self.ready and not self.hub.seen(f"discord:interaction:{interaction.id}")
 
     @staticmethod
     async def tell(reply: Reply, result: IntentResult, *, quiet_when_ok: bool = False, suffix: str = "") -> None:
@@ -92,8 +88,6 @@ class Context:
 
         A replayed delivery (ok + duplicate) shows nothing; a late click on a settled card (duplicate,
         not ok) is told who settled it; a success shows nothing when the thread itself shows it."""
-        if result.duplicate and result.ok:
-            return
-        if result.ok and quiet_when_ok:
-            return
-        await reply.say(result.message + (suffix if result.ok else ""))
+        text = result.to_show(quiet_when_ok=quiet_when_ok)
+        if text is not None:
+            await reply.say(text + (suffix if result.ok else ""))

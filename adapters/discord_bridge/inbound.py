@@ -53,6 +53,10 @@ class Actions:
                 return
             user = self.ctx.note(interaction.user)
             if action.verb == "stop":
+                decision = self.ctx.hub.may(user, "send", run_id=action.run_id)  # before a form opens for nothing
+                if not decision:
+                    await reply.say(decision.reason)
+                    return
                 await interaction.response.send_modal(StopModal(
                     run_id=action.run_id, fresh=self.fresh,
                     on_submit=lambda ix, text, end: self.on_stop_form(ix, action.run_id, text, end)))
@@ -72,7 +76,7 @@ class Actions:
                 return
             reply.ack(thinking=False)
             # On a live run the card itself shows the answer; a sleeping run's wake is worth a word.
-            live = action.run_id in self.ctx.hub.live
+            live = self.ctx.hub.is_live(action.run_id)
             result = await self.ctx.hub.handle_action(action_id, user, delivery_id=delivery, where=where)
             await self.ctx.tell(reply, result, quiet_when_ok=live and action.verb in ("ans", "dec"))
 
@@ -83,7 +87,7 @@ class Actions:
             reply.ack(thinking=False)
             user = self.ctx.note(interaction.user)
             action = decode(action_id)
-            live = action.run_id in self.ctx.hub.live
+            live = self.ctx.hub.is_live(action.run_id)
             result = await self.ctx.hub.handle_action(action_id, user, delivery_id=str(interaction.id), text=text,
                                                       where=self.ctx.where(interaction.channel))
             verb = action.verb
@@ -113,7 +117,7 @@ class Actions:
         if thread is None or run_id is None:
             return
         hub = self.ctx.hub
-        if hub.store.seen(f"discord:message:{message.id}"):
+        if hub.seen(f"discord:message:{message.id}"):
             return  # the same message again (a replayed dispatch)
         user = self.ctx.note(message.author)
         ref = message.reference

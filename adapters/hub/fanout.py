@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from adapters.outbox import Outbox, OutboxStats
@@ -97,8 +97,3 @@ class Fanout:
         await asyncio.gather(*(t.outbox.close(drain=drain) for t in self.targets), *self._closing,
                              return_exceptions=True)
 
-
-def sent_hook(thread: ThreadRef, on_sent: Callable[[ThreadRef, OutMessage, str], object]
-              ) -> Callable[[OutMessage, str], object]:
-    """An Outbox `on_sent` callback that also says which thread the message went to."""
-    return lambda msg, mid: on_sent(thread, msg, mid)

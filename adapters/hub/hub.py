@@ -1,107 +1,112 @@
-"""Hub: the chat-agnostic owner of runs. Platforms forward intents; the hub checks who may act,
-routes to the live run and answers with an IntentResult (refusals also go to the actor alone
-through `Surface.notify`, and change nothing).
+"""Hub: the chat-agnostic owner of runs, and the one face platforms see.
 
-Intents: start, answer, decline, send (inbox), interrupt, oracle, stop, status, wake; and
-`handle_action` for button ids from `adapters.ids` (deduplicated on the platform's delivery id,
-and per question: the first click answers, later ones are told it is settled). Restart handling
-(`recover`: runs come back by themselves; waking runs; answers to cards of runs asleep) is in wake.py;
-what a message or a button means, in routing.py. Runs themselves go through a transport
-(adapters/transport): in this process by default, to `flower-worker`s over Redis.
+Platforms forward intents — start, answer, decline, send (inbox), interrupt, oracle, stop, wake,
+follow, unfollow, a plain message (`said`), a button (`handle_action`) — and may ask a few questions
+of it (who may act, was this delivery seen, which run is this, who is this person). Nothing else:
+`tests/test_boundaries.py` fails when a platform package touches any other hub member. Every intent
+checks who may act first (`_allowed`: one rule), answers with an `IntentResult`, and tells a refused
+person why, alone (`Places.tell`), changing nothing.
+
+Inside, each job has a collaborator handed only what it needs (the hub wires them):
+
+    RunBook     the live runs and the store's records (look-ups)
+    Admission   limits (max_runs, max_parked), busy workspaces, where a run lives
+    CardBook    which card a person means, whether it still takes an answer, its message ids
+    Outboxes    one rate-limited outbox per thread
+    Mirrors     followed threads, auto mirrors, the owner's DM
+    Launcher    a run's view, threads and chat side, started through the transport
+    Restarts    runs coming back after a restart, waking, answers to sleeping runs
+
+Runs go through a transport (adapters/transport): in this process by default, to `flower-worker`s
+over Redis; either way each input is logged durably before anyone is told "ok".
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
-from functools import partial
-from pathlib import Path
-from typing import Any
+from typing import Literal
 
-from adapters.access import Access
+from adapters.access import Access, Decision
 from adapters.chores import Chores
 from adapters.hub import routing as _routing
-from adapters.hub import wake as _wake
-from adapters.hub.cards import Cards
-from adapters.hub.fanout import Fanout, Target
+from adapters.hub.admission import Admission
+from adapters.hub.book import RunBook
+from adapters.hub.cards import CardBook, CardProblem, OpenCard
+from adapters.hub.launcher import Launcher, Tap
 from adapters.hub.mirrors import Mirrors
-from adapters.hub.pipe import RunPipe
+from adapters.hub.outboxes import Outboxes
+from adapters.hub.places import Places
 from adapters.hub.report import status_report
 from adapters.hub.results import IntentResult
 from adapters.hub.runs import LiveRun, RunOptions
-from adapters.outbox import Outbox
+from adapters.hub.settings import HubSettings
+from adapters.hub.wake import Restarts
 from adapters.people import People
-from adapters.ratelimit import RateBudget
 from adapters.state import RunRecord, StateStore
-from adapters.surface import OutMessage, Surface, SurfaceError, ThreadRef
-from adapters.transport import LocalTransport, RunFactory, RunPlan, Transport, default_factory
+from adapters.surface import Surface, ThreadRef
+from adapters.transport import LocalTransport, Transport
 from adapters.transport.engine import EngineKit
 from adapters.transport.intents import StoreIntentLog
-from adapters.view import RunView, ViewConfig
 from adapters.view import fmt as _fmt
-from flower_core import Event
 
-log = logging.getLogger(__name__)
+Verb = Literal["start", "answer", "send", "stop"]
+
+# What a platform package may use of a Hub: the intents, the questions it may ask, and attaching a
+# front end's own rules. tests/test_facade.py fails when a platform touches anything else.
+PLATFORM_FACADE = frozenset({
+    # intents
+    "start", "answer", "decline", "send", "interrupt", "oracle", "stop", "wake", "follow", "unfollow", "said",
+    "handle_action", "status", "refuse",
+    # questions
+    "run", "is_live", "runs", "run_in", "holder", "state", "thread_by_id", "followers", "open_cards",
+    "card_state", "card_by_key", "may", "followable", "seen", "display",
+    # what a platform tells the hub
+    "note", "remember_message", "tap", "auto_mirror", "wait",
+})
 
 
 class Hub:
-    def __init__(self, surfaces: Surface | Iterable[Surface] | Mapping[str, Surface], store: StateStore, *,
-                 root: str | Path = "flower-runs", workspaces: Mapping[str, str | Path] | None = None,
-                 factory: RunFactory | None = None, env: Mapping[str, str] | None = None, max_runs: int = 3,
-                 timeout_s: float | None = 1800.0, max_asks: int | None = None, view: ViewConfig | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep,
-                 runtime_options: Mapping[str, Any] | None = None, oracle: bool = True,
-                 budget_usd: float | None = None, dm_after_s: float | None = 60.0,
-                 park_after_s: float | None = 120.0, max_parked: int = 1000,
-                 budget_ceilings: Mapping[str, float] | None = None, transport: Transport | None = None,
-                 wake_on_start: bool = True) -> None:
-        if isinstance(surfaces, Mapping):
-            self.surfaces = dict(surfaces)
-        else:
-            items = [surfaces] if isinstance(surfaces, Surface) else list(surfaces)
-            self.surfaces = {s.name: s for s in items}
-        self.people = People()
-        self.store, self.access = store, Access(store, self.people)
-        self.root = Path(root).expanduser().resolve()
-        self.workspaces = {k: Path(v).expanduser().resolve() for k, v in (workspaces or {}).items()}
-        self.max_runs, self.timeout_s, self.max_asks = max_runs, timeout_s, max_asks
-        # A question waiting longer than park_after_s closes its run's CLI (None = never); max_runs counts
-        # runs with a CLI, max_parked the parked ones (beyond it, runs keep their CLI while they wait).
-        self.park_after_s, self.max_parked = park_after_s, max_parked
-        self.budget_usd = budget_usd
-        # "platform:channel" -> the most a run started there may spend (a starter cannot ask for more)
-        self.budget_ceilings = dict(budget_ceilings or {})
+    def __init__(self, surfaces: Surface | Iterable[Surface] | Mapping[str, Surface], store: StateStore,
+                 settings: HubSettings | None = None, *, kit: EngineKit | None = None,
+                 transport: Transport | None = None, clock: Callable[[], float] = time.monotonic,
+                 sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep) -> None:
+        """`kit` builds runs in this process (the workflow factory, the model's environment); `transport`
+        hands them elsewhere instead (RedisTransport)."""
+        s = self.settings = settings or HubSettings()
+        self.store, self.places, self.people = store, Places(surfaces), People()
+        self.access = Access(store, self.people)
         # Cards name people through the registry platforms fill (display names), unless told otherwise.
-        view = view or ViewConfig()
-        self.view_config = replace(view, who=self.people.display) if view.who is _fmt.plain_who else view
-        # Taps see every event of every run as (run id, event), beside the view: e.g. the web's event log.
-        self.taps: list[Callable[[str, Event], object]] = []
-        self.clock, self.sleeper = clock, sleeper
-        self.use_oracle = oracle
-        # At start, runs the last process left live come back by themselves (wake.py); off: a person wakes them.
-        self.wake_on_start = wake_on_start
-        # Where runs go: this process by default; `transport=` hands them to workers (RedisTransport).
+        self.view_config = replace(s.view, who=self.people.display) if s.view.who is _fmt.plain_who else s.view
+        who = self.view_config.who
+        self.book = RunBook(store)
         # In process, inputs are logged in the state store (so they outlive the process) and a question a
         # dead process left open in its session is picked up again (adopt).
-        self.transport: Transport = transport or LocalTransport(EngineKit(
-            factory=factory or default_factory, env=env, runtime_options=dict(runtime_options or {}),
-            park_after_s=park_after_s, may_park=self._may_park, oracle=oracle, adopt=True), StoreIntentLog(store))
-        self.live: dict[str, LiveRun] = {}
-        self.mirrors = Mirrors(self, dm_after_s=dm_after_s)
-        self.cards = Cards(store, self.live)
-        self._budgets: dict[tuple[str, str], RateBudget] = {}
+        self.admission = Admission(self.book, s, remote=transport is not None and transport.remote)
+        local = replace(kit or EngineKit(), park_after_s=s.park_after_s, may_park=self.admission.may_park,
+                        oracle=s.oracle, adopt=True)
+        self.transport: Transport = transport or LocalTransport(local, StoreIntentLog(store))
+        self.admission.remote = self.transport.remote
+        self.cards = CardBook(self.book, store, who=who)
+        self.outboxes = Outboxes(self.places, store, clock=clock, sleeper=sleeper)
+        self.mirrors = Mirrors(self.book, store, self.places, self.access, self.outboxes, self.cards,
+                               refuse=self.refuse, who=who, dm_after_s=s.dm_after_s)
+        self.launcher = Launcher(self.book, store, self.transport, self.outboxes, self.cards, self.mirrors, s,
+                                 self.view_config, clock=clock)
+        self.restarts = Restarts(self.book, store, self.launcher, self.admission, self.mirrors, self.outboxes,
+                                 self.transport, self.view_config, wake_on_start=s.wake_on_start,
+                                 refuse=self.refuse, clock=clock)
+        self.clock = clock
         self._chores = Chores()
 
     # ---- intents --------------------------------------------------------------------------------
     async def start(self, task: str, thread: ThreadRef, user: str, *,
                     options: RunOptions | None = None) -> IntentResult:
         channel = f"{thread.platform}:{thread.channel}"
-        if thread.platform not in self.surfaces:
+        if not self.places.has(thread.platform):
             return IntentResult(False, f"No surface for platform {thread.platform!r}.")
         decision = self.access.can_start(channel, user)
         if not decision:
@@ -109,19 +114,19 @@ class Hub:
         if not task.strip():
             return await self.refuse(thread, user, "Say what the run should do, e.g. `start build me a CLI`.")
         bound = self.store.run_for_thread(thread)
-        if bound in self.live:
+        if bound is not None and self.book.is_live(bound):
             return await self.refuse(thread, user, f"Run {bound} is already going in this thread; send it a "
                                      "message or interrupt it instead.", bound)
-        if (full := self._over_limit()) is not None:
+        if (full := self.admission.over_limit()) is not None:
             return await self.refuse(thread, user, full)
         run_id = "r" + uuid.uuid4().hex[:8]
-        workspace, run_dir = self._places(run_id, channel)
-        if (busy := self._busy(workspace)) is not None:
+        workspace, run_dir = self.admission.places(run_id, channel)
+        if (busy := self.admission.busy(workspace)) is not None:
             return await self.refuse(thread, user, f"This channel's workspace is busy with run {busy}.", busy)
         options = options or RunOptions()
         if (bad := options.problem()) is not None:
             return await self.refuse(thread, user, bad)
-        options, over = options.within(self.budget_ceilings.get(channel), default=self.budget_usd)
+        options, over = options.within(self.settings.budget_ceilings.get(channel), default=self.settings.budget_usd)
         if over is not None:
             return await self.refuse(thread, user, over)
         record = self.store.save_run(RunRecord(run_id, thread, user, task.strip(), "starting", str(workspace),
@@ -129,7 +134,7 @@ class Hub:
         self.store.bind_thread(thread, run_id)
         try:
             options.save(run_dir)
-            self.launch(record, waking=False)
+            self.launcher.launch(record, waking=False)
         except Exception as exc:  # the factory refused (bad task, unreadable workspace...)
             self.store.set_run_status(run_id, "failed")
             return await self.refuse(thread, user, f"Could not start the run: {exc}", run_id)
@@ -148,15 +153,17 @@ class Hub:
 
     async def _answer(self, run_id: str, card_id: str, text: str, user: str, *, decline: bool,
                       where: ThreadRef | None) -> IntentResult:
-        record, refusal = await self._checked(run_id, user, "answer")
+        record, refusal = await self._allowed(run_id, user, "answer")
         if record is None:
             return refusal
-        live = self.live.get(run_id)
-        if live is not None:
-            place = self.mirrors.place(where) if where is not None and self.mirrors.spread(live) else ""
-            result = await live.answer(card_id, text, user, decline=decline, where=place)
+        check = self.cards.check(run_id, card_id)
+        if check.card is None:
+            result = IntentResult(False, check.message, run_id, duplicate=check.problem is not CardProblem.UNKNOWN)
+        elif (live := self.book.live.get(run_id)) is not None:
+            place = self.places.name(where) if where is not None and self.mirrors.spread(live) else ""
+            result = await live.answer(check.card, text, user, decline=decline, where=place)
         else:
-            result = await _wake.answer_sleeping(self, record, card_id, text, user, decline=decline)
+            result = await self.restarts.answer_sleeping(record, check.card, text, user, decline=decline)
         if not result.ok and not result.duplicate:
             await self.refuse(record.thread, user, result.message, run_id)
         return result
@@ -183,52 +190,11 @@ class Hub:
             return await self.refuse(live.record.thread, user, "Ask the oracle something.", run_id)
         return live.ask_oracle(question, user)
 
-    async def said(self, thread: ThreadRef, user: str, text: str, *, origin: str = "",
-                   reply_to: str = "") -> IntentResult | None:
-        """A person's plain message in a thread (see routing.said); None when the thread holds no run."""
-        return await _routing.said(self, thread, user, text, origin=origin, reply_to=reply_to)
-
-    def run_in(self, thread: ThreadRef) -> str | None:
-        """The run a thread shows: its own, or the one it follows (a live one first)."""
-        found = [r for r in (self.store.run_for_thread(thread), self.store.mirrored_run(thread)) if r is not None]
-        return next((r for r in found if r in self.live), found[0] if found else None)
-
-    async def follow(self, run_id: str, thread: ThreadRef, user: str) -> IntentResult:
-        """Show a live run in one more thread (see mirrors.py)."""
-        return await self.mirrors.follow(run_id, thread, user)
-
-    async def unfollow(self, thread: ThreadRef, user: str) -> IntentResult:
-        return await self.mirrors.unfollow(thread, user)
-
-    def runs(self, *, user: str | None = None, platform: str | None = None, channel: str | None = None,
-             live_only: bool = True) -> list[RunRecord]:
-        """Runs by owner and place, newest first; `live_only`: only those running in this process."""
-        found = [r for r in self.store.list_runs()
-                 if (not live_only or r.run_id in self.live) and (user is None or r.owner == user)
-                 and (platform is None or r.thread.platform == platform)
-                 and (channel is None or r.thread.channel == channel)]
-        return sorted(found, key=lambda r: r.created_at, reverse=True)
-
-    def holder(self, run_id: str) -> str:
-        """The worker a live run is on ("" in this process, or not live)."""
-        live = self.live.get(run_id)
-        return live.holder if live is not None else ""
-
-    async def _live(self, run_id: str, user: str, verb: str) -> tuple[LiveRun | None, IntentResult]:
-        """The live run the user may act on, or None and the refusal already shown to them."""
-        record, refusal = await self._checked(run_id, user, verb)
-        if record is None:
-            return None, refusal
-        live = self.live.get(run_id)
-        if live is None:
-            return None, await self.refuse(record.thread, user, self._not_running(record), run_id)
-        return live, refusal
-
     async def stop(self, run_id: str, user: str) -> IntentResult:
-        record, refusal = await self._checked(run_id, user, "stop")
+        record, refusal = await self._allowed(run_id, user, "stop")
         if record is None:
             return refusal
-        live = self.live.get(run_id)
+        live = self.book.live.get(run_id)
         if live is not None and await live.stop(user):
             return IntentResult(True, f"Stopping run {run_id}.", run_id)
         if record.status in ("died", "parked"):  # asleep since a restart: stopping means "do not wake it"
@@ -237,38 +203,163 @@ class Hub:
         return await self.refuse(record.thread, user, self._not_running(record), run_id)
 
     async def wake(self, run_id: str, user: str, remark: str = "") -> IntentResult:
-        return await _wake.wake(self, run_id, user, remark)
+        record, refusal = await self._allowed(run_id, user, "answer")
+        if record is None:
+            return refusal
+        return await self.restarts.wake(record, user, remark)
 
-    async def recover(self) -> list[str]:
-        """After a restart: bring back the runs the old process left (see wake.py); returns the ids of
-        those that could not come back (their threads were told, with a Wake button)."""
-        return await _wake.recover(self)
+    async def follow(self, run_id: str, thread: ThreadRef, user: str) -> IntentResult:
+        """Show a live run in one more thread (see mirrors.py)."""
+        may = self.followable(run_id, user)
+        record = self.store.get_run(run_id)
+        if not may.ok or record is None:
+            return await self.refuse(thread, user, may.message, run_id)
+        return await self.mirrors.follow(record, thread, user)
 
-    def status(self, *, thread: ThreadRef | None = None, run_id: str | None = None) -> IntentResult:
-        """One run's state (by id, or the run a thread shows), or every live run, parked ones apart."""
-        if run_id is None and thread is not None:
-            run_id = self.run_in(thread)
-        return status_report(self.live, self.store, run_id, running=self.running(), parked=self.parked(),
-                             max_runs=None if self.transport.remote else self.max_runs, max_parked=self.max_parked)
+    def followable(self, run_id: str, user: str) -> IntentResult:
+        """Whether `user` may follow the run now (seeing a run takes what answering it takes, and it must be
+        live); platforms ask before they open a thread for it. Nothing is said to anyone."""
+        record = self.store.get_run(run_id)
+        if record is None:
+            return IntentResult(False, f"No run {run_id}.", run_id)
+        decision = self.access.can_answer(record, user)
+        if not decision:
+            return IntentResult(False, f"You cannot follow run {run_id}: {decision.reason}.", run_id)
+        if not self.book.is_live(run_id):
+            return IntentResult(False, f"Run {run_id} is not running ({record.status}).", run_id)
+        return IntentResult(True, "", run_id)
+
+    async def unfollow(self, thread: ThreadRef, user: str) -> IntentResult:
+        return await self.mirrors.unfollow(thread, user)
+
+    async def said(self, thread: ThreadRef, user: str, text: str, *, origin: str = "",
+                   reply_to: str = "") -> IntentResult | None:
+        """A person's plain message in a thread (see routing.said); None when the thread holds no run."""
+        return await _routing.said(self, thread, user, text, origin=origin, reply_to=reply_to)
 
     async def handle_action(self, action_id: str, user: str, *, delivery_id: str | None = None,
                             text: str | None = None, where: ThreadRef | None = None) -> IntentResult:
         """A button (or a form submitted after one): see routing.handle_action."""
         return await _routing.handle_action(self, action_id, user, delivery_id=delivery_id, text=text, where=where)
 
+    def status(self, *, thread: ThreadRef | None = None, run_id: str | None = None) -> IntentResult:
+        """One run's state (by id, or the run a thread shows), or every live run, parked ones apart."""
+        if run_id is None and thread is not None:
+            run_id = self.run_in(thread)
+        return status_report(self.book.live, self.store, run_id, running=self.running(), parked=self.parked(),
+                             max_runs=None if self.transport.remote else self.max_runs,
+                             max_parked=self.admission.max_parked)
+
+    async def refuse(self, thread: ThreadRef, user: str, reason: str, run_id: str = "") -> IntentResult:
+        """Tell the actor alone why not; nothing else changes."""
+        await self.places.tell(thread, user, reason)
+        return IntentResult(False, reason, run_id)
+
+    # ---- what platforms may ask -------------------------------------------------------------------
+    def run(self, run_id: str) -> RunRecord | None:
+        """A run's record (None: no such run)."""
+        return self.book.record(run_id)
+
+    def is_live(self, run_id: str) -> bool:
+        """Running (or parked) in this process's care, as opposed to ended or asleep."""
+        return self.book.is_live(run_id)
+
+    def runs(self, *, user: str | None = None, platform: str | None = None, channel: str | None = None,
+             live_only: bool = True) -> list[RunRecord]:
+        """Runs by owner and place, newest first; `live_only`: only those running in this process."""
+        return self.book.runs(user=user, platform=platform, channel=channel, live_only=live_only)
+
+    def run_in(self, thread: ThreadRef) -> str | None:
+        """The run a thread shows: its own, or the one it follows (a live one first)."""
+        return self.book.run_in(thread)
+
+    def holder(self, run_id: str) -> str:
+        """The worker a live run is on ("" in this process, or not live)."""
+        return self.book.holder(run_id)
+
+    def state(self, run_id: str) -> str:
+        """What a run is doing now as its status card says (running, waiting, parked…), else its stored status."""
+        live = self.book.live.get(run_id)
+        if live is not None:
+            return live.view.status_card.state
+        record = self.store.get_run(run_id)
+        return record.status if record is not None else "unknown"
+
+    def thread_by_id(self, platform: str, thread_id: str) -> ThreadRef | None:
+        """The full reference of a thread a platform knows only by its own id: a run's home thread, or a
+        thread (or direct message) showing a live run."""
+        own = (r.thread for r in self.book.runs(platform=platform, live_only=False) if r.thread.thread == thread_id)
+        shown = (m.thread for rid in list(self.book.live) for m in self.store.mirrors_of(rid)
+                 if m.thread.platform == platform and m.thread.thread == thread_id)
+        return next(own, None) or next(shown, None)
+
+    def followers(self, run_id: str) -> list[ThreadRef]:
+        """The threads that follow a run, on the platforms this hub serves."""
+        return self.mirrors.threads_of(run_id)
+
+    def open_cards(self, run_id: str) -> list[OpenCard]:
+        return self.cards.open_cards(run_id)
+
+    def card_state(self, run_id: str, card_id: str) -> tuple[CardProblem, str]:
+        """Whether a card takes an answer now: (CardProblem.NONE, "") or the problem and what to say."""
+        check = self.cards.check(run_id, card_id)
+        return check.problem, check.message
+
+    def card_by_key(self, run_id: str, key: str) -> str | None:
+        return self.cards.by_key(run_id, key)
+
+    def may(self, user: str, verb: Verb, *, run_id: str = "", channel: str = "") -> Decision:
+        """Whether `user` may start runs in `channel` ("platform:channel"), or answer / send to / stop a run.
+        The same rule every intent applies; platforms ask before opening a form."""
+        if verb == "start":
+            return self.access.can_start(channel, user)
+        record = self.store.get_run(run_id)
+        if record is None:
+            return Decision(False, f"No run {run_id}.")
+        return self._decide(verb, record, user)
+
+    def seen(self, key: str) -> bool:
+        """Deduplicate an inbound delivery: True when `key` was seen within the dedupe window (else it is noted)."""
+        return self.store.seen(key)
+
+    def display(self, user: str) -> str:
+        """How cards name a person."""
+        return self.people.display(user)
+
+    def note(self, user: str, name: str = "", groups: Iterable[str] | None = None) -> None:
+        """What a platform just learned about a person (a display name, group memberships for access)."""
+        self.people.note(user, name, groups)
+
+    def remember_message(self, thread: ThreadRef, key: str, message_id: str) -> None:
+        """A platform posted a run's message itself (a status card it opened a thread under): later edits
+        of that key edit it."""
+        self.store.save_message(thread, key, message_id)
+
+    def tap(self, fn: Tap) -> None:
+        """See every event of every run as (run id, event), synchronously: never block, never raise."""
+        self.launcher.taps.append(fn)
+
+    def auto_mirror(self, fn: Callable[[RunRecord], ThreadRef | None]) -> None:
+        """Name a thread every run should also show in (None: not this one)."""
+        self.mirrors.auto.append(fn)
+
+    def pending_inputs(self) -> int:
+        """Inputs accepted and not yet carried out (the durable intent log)."""
+        return self.store.count_unsettled_intents()
+
     # ---- lifecycle -------------------------------------------------------------------------------
     async def wait(self, run_id: str) -> LiveRun | None:
         """Wait until a live run has ended and its thread is flushed; the LiveRun (None if not live)."""
-        live = self.live.get(run_id)
+        live = self.book.live.get(run_id)
         if live is not None:
             await live.finished.wait()
         return live
 
     async def close(self) -> None:
         """The bot is going away: live runs stop quietly, their cards stay open and their status
-        stays live in the store, so the next process reports them exactly as after a crash."""
+        stays live in the store, so the next process brings them back exactly as after a crash."""
         self.mirrors.close()
-        runs = list(self.live.values())
+        runs = list(self.book.live.values())
         for live in runs:
             live.cancel("shutdown")
         for live in runs:
@@ -279,104 +370,70 @@ class Hub:
         """Connect the transport (a no-op in process); before `recover`."""
         await self.transport.start()
 
-    def launch(self, record: RunRecord, *, waking: bool, remark: str = "", attach: bool = False,
-               after: LiveRun | None = None, restoring: bool = False) -> LiveRun:
-        """Show a run in its threads and start its run side through the transport (used by start and
-        wake); `attach`: the run side is already going on a worker (a takeover, or this front restarted);
-        `after`: the LiveRun that showed it until a takeover; `restoring`: its steps so far pass quietly."""
-        opts = RunOptions.load(Path(record.run_dir))
-        plan = RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
-                       timeout_s=self.timeout_s if opts.timeout_s is None else opts.timeout_s,
-                       max_asks=self.max_asks if opts.max_asks is None else opts.max_asks,
-                       budget_usd=self.budget_usd if opts.budget_usd is None else opts.budget_usd)
-        view = RunView(record.run_id, record.task, clock=self.clock, config=self.view_config,
-                       epoch=uuid.uuid4().hex[:6])
-        home = Target(record.thread, self.outbox(record.thread, on_sent=self.sent_recorder(record.run_id,
-                                                                                         record.thread)))
-        fanout = Fanout(home)
-        for mirror in self.mirrors.targets_for(record):
-            fanout.add(Target(mirror.thread, self.outbox(mirror.thread, on_sent=self.sent_recorder(
-                record.run_id, mirror.thread)), mirror.scope))
-        observers: list[Callable[[Event], object]] = [partial(tap, record.run_id) for tap in self.taps]
-        live = LiveRun(record, RunPipe(view, fanout, observers=observers), store=self.store, waking=waking,
-                       has_oracle=self.use_oracle, clock=self.clock, on_end=self._ended, on_ask=self._on_ask,
-                       on_handover=self._handed_over, ledger=after.ledger if after is not None else None,
-                       restoring=restoring)
-        side = self.transport.launch(record.run_id, plan, live, attach=attach)  # raises: nothing was shown
-        self.live[record.run_id] = live
-        live.start(side)
-        return live
+    async def recover(self) -> list[str]:
+        """After a restart: bring back the runs the old process left (see wake.py); returns the ids of
+        those that could not come back (their threads were told, with a Wake button)."""
+        return await self.restarts.recover()
 
-    def _handed_over(self, old: LiveRun, holder: str, previous: str) -> None:
-        """A worker took over a run whose worker went silent: show it afresh, with one notice line."""
-        record = self.store.get_run(old.run_id) or old.record
-        live = old.successor = self.launch(record, waking=True, attach=True, after=old)
-        was = f" (worker {previous} stopped answering)" if previous else ""
-        live.pipe.put(live.view.notice(f"🔁 Worker {holder} took the run over{was} and resumes it where it was."))
+    # ---- for tests, benchmarks and the bot's own books ------------------------------------------------
+    @property
+    def live(self) -> dict[str, LiveRun]:
+        return self.book.live
 
-    def outbox(self, thread: ThreadRef, *, on_sent: Callable[[OutMessage, str], object] | None = None) -> Outbox:
-        surface = self.surfaces[thread.platform]
-        budget = self._budgets.setdefault((thread.platform, thread.channel), RateBudget(surface.limits, self.clock))
-        return Outbox(surface, thread, clock=self.clock, sleeper=self.sleeper, store=self.store, budget=budget,
-                      on_sent=on_sent)
+    @property
+    def surfaces(self) -> dict[str, Surface]:
+        return self.places.surfaces
 
-    async def refuse(self, thread: ThreadRef, user: str, reason: str, run_id: str = "") -> IntentResult:
-        """Tell the actor alone why not; nothing else changes."""
-        surface = self.surfaces.get(thread.platform)
-        if surface is not None:
-            try:
-                await surface.notify(thread, user, reason)
-            except SurfaceError as exc:
-                log.warning("could not notify %s in %s: %r", user, thread, exc)
-        return IntentResult(False, reason, run_id)
+    @property
+    def taps(self) -> list[Tap]:
+        return self.launcher.taps
 
-    async def _say_if_queued(self, run_id: str) -> None:
-        """With workers: tell the thread when none has room, so a run that waits is not a mystery."""
-        waits = await self.transport.waits(run_id)
-        live = self.live.get(run_id)
-        if waits and live is not None and not live.holder:
-            live.pipe.put(live.view.notice("⏳ Every worker is busy (or none is running): the run starts as soon "
-                                           "as one has room."))
+    @property
+    def max_runs(self) -> int:
+        return self.admission.max_runs
+
+    @max_runs.setter
+    def max_runs(self, value: int) -> None:
+        self.admission.max_runs = value
+
+    def running(self) -> list[str]:
+        return self.book.running()
+
+    def parked(self) -> list[str]:
+        return self.book.parked()
 
     # ---- internals -------------------------------------------------------------------------------
-    async def _checked(self, run_id: str, user: str, what: str) -> tuple[RunRecord | None, IntentResult]:
+    async def _allowed(self, run_id: str, user: str, verb: Verb) -> tuple[RunRecord | None, IntentResult]:
+        """The run `user` may act on, or None and the refusal already shown to them: the one rule."""
         record = self.store.get_run(run_id)
         if record is None:
             return None, IntentResult(False, f"No run {run_id}.", run_id)
-        check = {"answer": self.access.can_answer, "send": self.access.can_send, "stop": self.access.can_stop}[what]
-        decision = check(record, user)
+        decision = self._decide(verb, record, user)
         if not decision:
             return None, await self.refuse(record.thread, user, decision.reason, run_id)
         return record, IntentResult(True, "", run_id)
 
-    def running(self) -> list[str]:
-        """Live runs with a CLI process (or about to have one): what max_runs counts."""
-        return [rid for rid, lr in self.live.items() if not lr.parked]
+    def _decide(self, verb: Verb, record: RunRecord, user: str) -> Decision:
+        check = {"answer": self.access.can_answer, "send": self.access.can_send, "stop": self.access.can_stop}
+        return check[verb](record, user)
 
-    def parked(self) -> list[str]:
-        """Live runs parked on a question, with no CLI process: what max_parked counts."""
-        return [rid for rid, lr in self.live.items() if lr.parked]
+    async def _live(self, run_id: str, user: str, verb: Verb) -> tuple[LiveRun | None, IntentResult]:
+        """The live run the user may act on, or None and the refusal already shown to them."""
+        record, refusal = await self._allowed(run_id, user, verb)
+        if record is None:
+            return None, refusal
+        live = self.book.live.get(run_id)
+        if live is None:
+            return None, await self.refuse(record.thread, user, self._not_running(record), run_id)
+        return live, refusal
 
-    def _may_park(self) -> bool:
-        return len(self.parked()) < self.max_parked
-
-    def _over_limit(self) -> str | None:
-        running = self.running()
-        if self.transport.remote or len(running) < self.max_runs:  # workers have limits of their own
-            return None
-        return (f"{len(running)} runs are already going (the limit is {self.max_runs}). Try again when one "
-                f"finishes, or stop one: {', '.join(running)}.")
-
-    def _busy(self, workspace: Path) -> str | None:
-        return next((rid for rid, lr in self.live.items() if Path(lr.record.workspace) == workspace), None)
-
-    def _places(self, run_id: str, channel: str) -> tuple[Path, Path]:
-        """A workspace of its own per run, or the channel's configured one (its runs then share one
-        run_dir, so a new run there continues the project the way a second `flower` does)."""
-        configured = self.workspaces.get(channel)
-        if configured is not None:
-            return configured, self.root / "channels" / channel.replace(":", "_") / "runs"
-        return self.root / run_id / "workspace", self.root / run_id / "runs"
+    async def _say_if_queued(self, run_id: str) -> None:
+        """With workers: tell the thread when none has room, so a run that waits is not a mystery."""
+        waits = await self.transport.waits(run_id)
+        live = self.book.live.get(run_id)
+        if waits and live is not None and not live.holder:
+            live.pipe.put(live.view.notice("⏳ Every worker is busy (or none is running): the run starts as soon "
+                                           "as one has room."))
 
     @staticmethod
     def _not_running(record: RunRecord) -> str:
@@ -384,32 +441,3 @@ class Hub:
             return f"Run {record.run_id} stopped when the bot restarted; wake it first."
         return f"Run {record.run_id} is not running ({record.status})."
 
-    def sent_recorder(self, run_id: str, thread: ThreadRef) -> Callable[[OutMessage, str], None]:
-        """An outbox's on_sent for one thread of a run: the home thread's card and receipt ids are
-        kept for restarts (every thread's key -> message ids are kept by its outbox)."""
-        def sent(msg: OutMessage, message_id: str) -> None:
-            live = self.live.get(run_id)
-            if live is not None and thread == live.record.thread:
-                self._sent(live, msg, message_id)
-        return sent
-
-    def _on_ask(self, live: LiveRun, card_id: str, state: str) -> None:
-        if state == "asked":
-            self.mirrors.asked(live, card_id)
-        else:
-            self.mirrors.settled(live.run_id, card_id)
-
-    def _sent(self, live: LiveRun, msg: OutMessage, message_id: str) -> None:
-        if msg.kind == "ask":
-            card_id = msg.key.removeprefix("ask:")
-            rec = live.ledger.get(card_id)
-            if rec is not None:
-                self.store.save_ask_message(live.run_id, card_id, message_id, rec.question, rec.options)
-        elif msg.kind == "receipt":
-            mail_id = msg.key.rsplit(":", 1)[-1]
-            self.store.save_receipt(live.run_id, mail_id, message_id,
-                                    "delivered" if msg.text.startswith("📬") else "queued")
-
-    def _ended(self, live: LiveRun) -> None:
-        if self.live.get(live.run_id) is live:
-            del self.live[live.run_id]

@@ -6,7 +6,7 @@
 - `auto` functions (a front end registers them; the web page does) name a thread every run should
   also show in, whatever surface started it.
 - A question that has waited `dm_after_s` goes to the run's owner as a direct message, where the
-  owner's platform can open one (`Surface.direct(user) -> ThreadRef`): that thread carries only that
+  owner's platform can open one (`Places.direct`; the web page cannot): that thread carries only that
   card and its outcome, so a push notification reaches a phone and one tap answers.
 
 A question settles once, in the run; every place shows the outcome because every place gets the
@@ -18,34 +18,43 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from adapters.hub.fanout import ALL, Fanout, Target
+from adapters.access import Access
+from adapters.chores import Chores
+from adapters.hub.book import RunBook
+from adapters.hub.cards import CardBook
+from adapters.hub.fanout import ALL, Target
+from adapters.hub.outboxes import Outboxes
+from adapters.hub.places import Places
 from adapters.hub.results import IntentResult
-from adapters.state import Mirror, RunRecord
+from adapters.state import Mirror, RunRecord, StateStore
 from adapters.surface import OutMessage, SurfaceError, ThreadRef
 from adapters.view import asks as _asks
 from adapters.view import fmt as _fmt
 from adapters.view import notices
 
 if TYPE_CHECKING:
-    from adapters.hub.hub import Hub
     from adapters.hub.runs import LiveRun
 
 log = logging.getLogger(__name__)
 
 AutoMirror = Callable[[RunRecord], ThreadRef | None]
+Refuse = Callable[[ThreadRef, str, str, str], Awaitable[IntentResult]]  # (thread, user, reason, run_id)
 
 
 class Mirrors:
-    def __init__(self, hub: Hub, *, dm_after_s: float | None = 60.0, dm_web_runs: bool = False) -> None:
-        self.hub = hub
-        self.dm_after_s, self.dm_web_runs = dm_after_s, dm_web_runs
+    def __init__(self, book: RunBook, store: StateStore, places: Places, access: Access, outboxes: Outboxes,
+                 cards: CardBook, *, refuse: Refuse, who: Callable[[str], str] = _fmt.plain_who,
+                 dm_after_s: float | None = 60.0) -> None:
+        self.book, self.store, self.places, self.access = book, store, places, access
+        self.outboxes, self.cards, self.refuse, self.who = outboxes, cards, refuse, who
+        self.dm_after_s = dm_after_s
         self.auto: list[AutoMirror] = []
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._chores = Chores()
 
     # ---- wiring a run's fanout ------------------------------------------------------------------
     def targets_for(self, record: RunRecord) -> list[Mirror]:
@@ -57,96 +66,75 @@ class Mirrors:
                 log.warning("auto mirror failed for %s: %r", record.run_id, exc)
                 continue
             if thread is not None and thread != record.thread and \
-                    all(m.thread != thread for m in self.hub.store.mirrors_of(record.run_id)):
-                self.hub.store.add_mirror(Mirror(record.run_id, thread, ALL, "auto"))
-        return [m for m in self.hub.store.mirrors_of(record.run_id)
-                if m.thread != record.thread and m.thread.platform in self.hub.surfaces]
+                    all(m.thread != thread for m in self.store.mirrors_of(record.run_id)):
+                self.store.add_mirror(Mirror(record.run_id, thread, ALL, "auto"))
+        return [m for m in self.store.mirrors_of(record.run_id)
+                if m.thread != record.thread and self.places.has(m.thread.platform)]
+
+    def threads_of(self, run_id: str) -> list[ThreadRef]:
+        """The threads following a run (scope "all"; not direct messages), on platforms this process serves."""
+        return [m.thread for m in self.store.mirrors_of(run_id)
+                if m.scope == ALL and self.places.has(m.thread.platform)]
 
     # ---- intents ---------------------------------------------------------------------------------
-    async def follow(self, run_id: str, thread: ThreadRef, user: str) -> IntentResult:
-        hub = self.hub
-        record = hub.store.get_run(run_id)
-        if record is None:
-            return await hub.refuse(thread, user, f"No run {run_id}.", run_id)
-        decision = hub.access.can_answer(record, user)  # seeing a run takes what answering it takes
-        if not decision:
-            return await hub.refuse(thread, user, f"You cannot follow run {run_id}: {decision.reason}.", run_id)
-        if thread.platform not in hub.surfaces:
+    async def follow(self, record: RunRecord, thread: ThreadRef, user: str) -> IntentResult:
+        """`record`: a run `user` may act on (the hub checked)."""
+        run_id = record.run_id
+        if not self.places.has(thread.platform):
             return IntentResult(False, f"No surface for platform {thread.platform!r}.", run_id)
         if thread == record.thread or self._shown_in(run_id, thread):
-            return await hub.refuse(thread, user, f"Run {run_id} is already shown here.", run_id)
-        other = hub.store.run_for_thread(thread) or hub.store.mirrored_run(thread)
-        if other is not None and other in hub.live:
-            return await hub.refuse(thread, user, f"This thread already shows run {other}; follow from a new "
-                                    "thread or channel.", run_id)
-        live = hub.live.get(run_id)
+            return await self.refuse(thread, user, f"Run {run_id} is already shown here.", run_id)
+        other = self.store.run_for_thread(thread) or self.store.mirrored_run(thread)
+        if other is not None and self.book.is_live(other):
+            return await self.refuse(thread, user, f"This thread already shows run {other}; follow from a new "
+                                     "thread or channel.", run_id)
+        live = self.book.live.get(run_id)
         if live is None:
-            return await hub.refuse(thread, user, f"Run {run_id} is not running ({record.status}).", run_id)
-        hub.store.add_mirror(Mirror(run_id, thread, ALL, user))
+            return await self.refuse(thread, user, f"Run {run_id} is not running ({record.status}).", run_id)
+        self.store.add_mirror(Mirror(run_id, thread, ALL, user))
         self.attach(live, Mirror(run_id, thread, ALL, user), catch_up=True)
-        live.pipe.put(live.view.notice(f"👀 {hub.view_config.who(user)} is following this run from "
-                                       f"{self.place(thread)}."))
+        live.pipe.put(live.view.notice(f"👀 {self.who(user)} is following this run from {self.places.name(thread)}."))
         return IntentResult(True, f"Following run {run_id} here: {_fmt.one_line(record.task, 80)}", run_id)
 
     async def unfollow(self, thread: ThreadRef, user: str) -> IntentResult:
-        hub = self.hub
-        run_id = hub.store.mirrored_run(thread)
+        run_id = self.store.mirrored_run(thread)
         if run_id is None:
-            return await hub.refuse(thread, user, "This thread does not follow a run (a run's own thread cannot "
-                                    "be unfollowed; stop the run instead).")
-        record = hub.store.get_run(run_id)
-        if record is not None and not hub.access.can_answer(record, user):
-            return await hub.refuse(thread, user, "Only people who may act on the run can stop following it here.",
-                                    run_id)
-        hub.store.remove_mirror(run_id, thread)
-        live = hub.live.get(run_id)
-        fanout = self.fanout(live)
+            return await self.refuse(thread, user, "This thread does not follow a run (a run's own thread cannot "
+                                     "be unfollowed; stop the run instead).", "")
+        record = self.store.get_run(run_id)
+        if record is not None and not self.access.can_answer(record, user):
+            return await self.refuse(thread, user, "Only people who may act on the run can stop following it here.",
+                                     run_id)
+        self.store.remove_mirror(run_id, thread)
+        live = self.book.live.get(run_id)
+        fanout = live.pipe.fanout if live is not None else None
         bye = notices.line(f"mirror:{uuid.uuid4().hex[:8]}", f"👋 Stopped following run {run_id} here.")
         if live is not None and fanout is not None and fanout.has(thread) and not live.finished.is_set():
             fanout.put(_only(bye, thread))
             fanout.remove(thread)
         else:  # the run has ended meanwhile: say it through an outbox of its own
-            outbox = hub.outbox(thread)
-            outbox.put(bye)
-            await outbox.close(drain=True)
+            await self.outboxes.say(thread, [bye])
         return IntentResult(True, f"Stopped following run {run_id} here.", run_id)
 
     # ---- pieces -------------------------------------------------------------------------------------
     def attach(self, live: LiveRun, mirror: Mirror, *, catch_up: bool) -> None:
-        fanout = self.fanout(live)
-        if fanout is None:
-            return
-        outbox = self.hub.outbox(mirror.thread, on_sent=self.hub.sent_recorder(live.run_id, mirror.thread))
+        outbox = self.outboxes.outbox(mirror.thread, on_sent=self.cards.recorder(live.run_id, mirror.thread))
         first = []
         if catch_up:
-            first = [live.view.status_now(), *(_asks.render(live.run_id, c, self.hub.view_config.who)
-                                                for c in live.view.open_cards())]
-        fanout.add(Target(mirror.thread, outbox, mirror.scope), catch_up=first)
-
-    @staticmethod
-    def fanout(live: LiveRun | None) -> Fanout | None:
-        out = getattr(getattr(live, "pipe", None), "outbox", None)
-        return out if isinstance(out, Fanout) else None
+            first = [live.view.status_now(), *(_asks.render(live.run_id, c, self.who) for c in live.view.open_cards())]
+        live.pipe.fanout.add(Target(mirror.thread, outbox, mirror.scope), catch_up=first)
 
     def spread(self, live: LiveRun) -> bool:
         """Whether the run shows in more than one place (cards then say where an answer came from)."""
-        fanout = self.fanout(live)
-        return fanout is not None and len(fanout.targets) > 1
-
-    def place(self, thread: ThreadRef) -> str:
-        surface = self.hub.surfaces.get(thread.platform)
-        return str(getattr(surface, "place", "") or thread.platform)
+        return len(live.pipe.fanout.targets) > 1
 
     def _shown_in(self, run_id: str, thread: ThreadRef) -> bool:
-        return any(m.thread == thread for m in self.hub.store.mirrors_of(run_id))
+        return any(m.thread == thread for m in self.store.mirrors_of(run_id))
 
     # ---- the owner's phone ------------------------------------------------------------------------
     def asked(self, live: LiveRun, card_id: str) -> None:
         """A question opened: arm the owner's DM for when it has waited long enough."""
-        if self.dm_after_s is None or (live.record.thread.platform == "web" and not self.dm_web_runs):
-            return
-        surface = self.hub.surfaces.get(live.record.thread.platform)
-        if getattr(surface, "direct", None) is None:
+        if self.dm_after_s is None or not self.places.can_dm(live.record.thread.platform):
             return
         loop = asyncio.get_running_loop()
         key = (live.run_id, card_id)
@@ -159,39 +147,30 @@ class Mirrors:
 
     def _dm_due(self, live: LiveRun, card_id: str) -> None:
         self._timers.pop((live.run_id, card_id), None)
-        task = asyncio.get_running_loop().create_task(self._dm(live, card_id))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._chores.spawn(self._dm(live, card_id))
 
     async def _dm(self, live: LiveRun, card_id: str) -> None:
         card = live.view.open_card(card_id)
         if card is None or live.finished.is_set():
             return
-        owner = live.record.owner
-        direct = getattr(self.hub.surfaces.get(live.record.thread.platform), "direct", None)
-        if direct is None:
-            return
         try:
-            thread = await direct(owner)
+            thread = await self.places.direct(live.record.thread.platform, live.record.owner)
         except (SurfaceError, OSError) as exc:  # a DM that cannot be opened costs only the ping
             log.warning("run %s: no direct message to its owner: %r", live.run_id, exc)
             return
         if thread is None:
             return
         mirror = Mirror(live.run_id, thread, _asks.ask_key(card_id), "dm")
-        self.hub.store.add_mirror(mirror)
+        self.store.add_mirror(mirror)
         self.attach(live, mirror, catch_up=False)
-        fanout = self.fanout(live)
-        if fanout is not None and live.view.open_card(card_id) is not None:
+        if live.view.open_card(card_id) is not None:
             note = f"Run {live.run_id} ({_fmt.one_line(live.record.task, 60)}) is waiting on this question."
-            card_there = replace(card, note=note)
-            fanout.put(_only(_asks.render(live.run_id, card_there, self.hub.view_config.who), thread))
+            live.pipe.fanout.put(_only(_asks.render(live.run_id, replace(card, note=note), self.who), thread))
 
     def close(self) -> None:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-
 
 
 def _only(msg: OutMessage, thread: ThreadRef) -> OutMessage:

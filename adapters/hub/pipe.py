@@ -1,4 +1,5 @@
-"""RunPipe: one run's path to its thread — events -> RunView -> Outbox, plus the view's timer.
+"""RunPipe: one run's path to its threads — events -> RunView -> Fanout (an outbox per thread), plus the
+view's timer.
 
 `on_event` is the run's synchronous sink: it never blocks and never raises. What the view holds
 back (gathered prose, a throttled status edit) is sent by a small ticker task that sleeps exactly
@@ -12,8 +13,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
-from adapters.hop import hop
-from adapters.outbox import Outbox
+from adapters.hub.fanout import Fanout
 from adapters.surface import OutMessage
 from adapters.view import RunView
 from flower_core import Event
@@ -22,8 +22,8 @@ log = logging.getLogger(__name__)
 
 
 class RunPipe:
-    def __init__(self, view: RunView, outbox: Outbox, *, observers: Iterable[Callable[[Event], object]] = ()) -> None:
-        self.view, self.outbox = view, outbox
+    def __init__(self, view: RunView, fanout: Fanout, *, observers: Iterable[Callable[[Event], object]] = ()) -> None:
+        self.view, self.fanout = view, fanout
         self.observers = list(observers)  # e.g. the oracle's observe(); called first, errors swallowed
         self.errors = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -41,10 +41,8 @@ class RunPipe:
 
     # ---- producer side ------------------------------------------------------------------------
     def on_event(self, ev: Event) -> None:
-        """The run's sink. Hops onto the pipe's loop when called from another thread."""
+        """The run's sink, on the chat loop (events cross onto it once, in the transport)."""
         try:
-            if hop(self._loop, self.on_event, ev):
-                return
             for observe in self.observers:
                 try:
                     observe(ev)
@@ -57,7 +55,7 @@ class RunPipe:
 
     def put(self, msgs: Iterable[OutMessage]) -> None:
         for m in msgs:
-            self.outbox.put(m)
+            self.fanout.put(m)
         self._rearm()
 
     def _rearm(self) -> None:
@@ -84,7 +82,7 @@ class RunPipe:
                     await asyncio.wait_for(self._kick.wait(), timeout=due)
                 continue
             for m in self.view.tick():
-                self.outbox.put(m)
+                self.fanout.put(m)
             await asyncio.sleep(0)  # let the outbox run between ticks
 
     # ---- shutdown -----------------------------------------------------------------------------
@@ -96,5 +94,5 @@ class RunPipe:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
         if drain:
-            await self.outbox.flush()
-        await self.outbox.close(drain=drain)
+            await self.fanout.flush()
+        await self.fanout.close(drain=drain)

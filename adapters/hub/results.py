@@ -22,3 +22,16 @@ class IntentResult:
 
     def __bool__(self) -> bool:
         return self.ok
+
+    @property
+    def replayed(self) -> bool:
+        """A delivery the hub handled before (a retried event, a double click): nothing new to say."""
+        return self.ok and self.duplicate
+
+    def to_show(self, *, quiet_when_ok: bool) -> str | None:
+        """The one rule for what the person who acted is told (None: nothing). A replay says nothing; a
+        success says nothing where the thread itself shows it (`quiet_when_ok`); a refusal or a late click
+        on a settled card says why."""
+        if self.replayed or (self.ok and quiet_when_ok):
+            return None
+        return self.message or None

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from adapters.hub.replies import parse_reply
 from adapters.hub.results import IntentResult
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 INPUT_PROMPTS = {"txt": "Your answer", "int": "What should the agent hear? (empty: just stop and go on)",
                  "orc": "Your question about the run (the run is not disturbed)"}
+# What a form's words will need (checked before the form opens, so nobody types into a form for nothing).
+INPUT_NEEDS: dict[str, Literal["answer", "send"]] = {"txt": "answer", "int": "send", "orc": "answer"}
 
 
 async def said(hub: Hub, thread: ThreadRef, user: str, text: str, *, origin: str = "",
@@ -49,10 +51,14 @@ async def handle_action(hub: Hub, action_id: str, user: str, *, delivery_id: str
         action = decode(action_id)
     except IdError as exc:
         return IntentResult(False, f"That button is not one of mine ({exc}).")
-    if delivery_id and hub.store.seen(f"delivery:{delivery_id}"):
+    if delivery_id and hub.seen(f"delivery:{delivery_id}"):
         return IntentResult(True, "Already handled.", action.run_id, duplicate=True)
     verb, run_id, card_id = action.verb, action.run_id, action.ask_id
     if verb in INPUT_PROMPTS and text is None:
+        record, decision = hub.run(run_id), hub.may(user, INPUT_NEEDS[verb], run_id=run_id)
+        if record is None or not decision:
+            return await hub.refuse(record.thread, user, decision.reason, run_id) if record is not None else \
+                IntentResult(False, decision.reason, run_id)
         return IntentResult(True, INPUT_PROMPTS[verb], run_id, needs_input=INPUT_PROMPTS[verb])
     if verb == "ans":
         options = hub.cards.options(run_id, card_id)

@@ -19,7 +19,6 @@ from dataclasses import replace
 from typing import Any
 
 from adapters.chores import Chores
-from adapters.hop import hop
 from adapters.hub.ledger import CardLedger, card_gen
 from adapters.hub.options import RunOptions
 from adapters.hub.pipe import RunPipe
@@ -150,10 +149,9 @@ class LiveRun:
 
     # ---- events -------------------------------------------------------------------------------
     def on_event(self, ev: Event) -> None:
-        """The run side's sink. Never blocks, never raises."""
+        """The run side's sink, on the chat loop (the transport brought the event here). Never blocks, never
+        raises."""
         try:
-            if hop(self._loop, self.on_event, ev):
-                return
             p = ev.payload if isinstance(ev.payload, dict) else {}
             if ev.kind == "step" and p.get("reused"):
                 self._reused.add(ev.text)
@@ -246,22 +244,10 @@ class LiveRun:
             raise Undelivered("this run has no run side")
         return await self.side.submit(intent)
 
-    async def answer(self, card_id: str, text: str, user: str, *, decline: bool = False,
+    async def answer(self, card: AskCard, text: str, user: str, *, decline: bool = False,
                      where: str = "") -> IntentResult:
-        card = self.view.open_card(card_id)
-        rec = self.ledger.get(card_id)
-        if card is None:
-            if rec is None:
-                return IntentResult(False, "I don't know that question.", self.run_id)
-            if rec.state != "asked":
-                who = f" by {self.view.cfg.who(rec.by)}" if rec.by else ""
-                return IntentResult(False, f"That question is already settled ({rec.state}{who}).", self.run_id,
-                                    duplicate=True)
-            card = AskCard(card_id, "", rec.question, rec.options)  # from before a restart, not asked again yet
-        if rec is not None and rec.held is not None:
-            held_by = self.view.cfg.who(rec.held_by)
-            return IntentResult(False, f"An answer from {held_by} is already waiting for that question.",
-                                self.run_id, duplicate=True)
+        """Answer (or decline) a card the hub found answerable (CardBook.check); `where`: the place it came
+        from, when the run shows in several."""
         return await self._settle(card, text, user, decline=decline, where=where)
 
     async def _settle(self, card: AskCard, text: str, user: str, *, decline: bool, where: str = "") -> IntentResult:
@@ -274,7 +260,8 @@ class LiveRun:
         except Undelivered:
             if self.successor is not None:  # the run moved while we waited: its new view has the card
                 self.ledger.release(card.card_id)
-                return await self.successor.answer(card.card_id, text, user, decline=decline, where=where)
+                there = self.successor.view.open_card(card.card_id) or replace(card, ask_id="")
+                return await self.successor.answer(there, text, user, decline=decline, where=where)
             self.pipe.put(self.view.show_card(replace(card, note=f"Answer from {self.view.cfg.who(user)} kept: "
                                                                   "the run is moving to another worker.")))
             return IntentResult(True, UNHELD, self.run_id)

@@ -192,7 +192,7 @@ def hub_snapshot(hub: Hub, now: float) -> Snapshot:
         cards = live.view.open_cards()
         snap.open_asks += len(cards)
         asked += [c.asked_at for c in cards if c.asked_at is not None]
-        for target in getattr(live.pipe.outbox, "targets", ()):  # a Fanout: one outbox per thread
+        for target in live.pipe.fanout.targets:  # one outbox per thread
             platform = target.thread.platform
             snap.outbox_depth[platform] = snap.outbox_depth.get(platform, 0) + target.outbox.depth
     snap.parked = len(hub.parked())

@@ -23,7 +23,6 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.hub import Hub, IntentResult, RunOptions
-from adapters.hub.fanout import ALL
 from adapters.lru import LRU
 from adapters.slack.errors import is_code
 from adapters.slack.surface import SlackSurface
@@ -72,7 +71,7 @@ class SlackBridge:
 
     def seen(self, key: str) -> bool:
         """Dedupe an inbound delivery (True: handled before, within the store's TTL)."""
-        return self._hub is not None and self._hub.store.seen(key)
+        return self._hub is not None and self._hub.seen(key)
 
     # ---- threads and runs -----------------------------------------------------------------------------
     @staticmethod
@@ -82,19 +81,19 @@ class SlackBridge:
     def run_in(self, thread: ThreadRef) -> RunRecord | None:
         """The run this thread shows (its own, or one it follows)."""
         run_id = self.hub.run_in(thread)
-        return self.hub.store.get_run(run_id) if run_id else None
+        return self.hub.run(run_id) if run_id else None
 
     def answers_here(self, thread: ThreadRef) -> bool:
         """A person's message in this thread is for a run: one going, or one asleep since a restart
         (its cards still answer). Threads of finished runs are left to people."""
         record = self.run_in(thread)
-        return record is not None and (record.run_id in self.hub.live or record.status not in FINAL_STATES)
+        return record is not None and (self.hub.is_live(record.run_id) or record.status not in FINAL_STATES)
 
     def footer(self, thread: ThreadRef) -> str:
         record = self.run_in(thread)
         if record is None:
             return ""
-        return f"Started by {self.hub.people.display(record.owner)} · run {record.run_id}"
+        return f"Started by {self.hub.display(record.owner)} · run {record.run_id}"
 
     def describe(self, thread: ThreadRef) -> tuple[str, str] | None:
         record = self.run_in(thread)
@@ -106,7 +105,7 @@ class SlackBridge:
         if not user:
             return
         if name:
-            self.hub.people.note(user, name)
+            self.hub.note(user, name)
             self._looked_up.put(user, True)
             return
         if self._looked_up.get(user):
@@ -121,7 +120,7 @@ class SlackBridge:
         profile = info.get("profile") or {}
         display = profile.get("display_name") or profile.get("real_name") or info.get("real_name") or info.get("name")
         if display:
-            self.hub.people.note(user, str(display))
+            self.hub.note(user, str(display))
 
     # ---- telling people ---------------------------------------------------------------------------------
     async def tell(self, channel: str, user: str, text: str, thread_ts: str = "") -> None:
@@ -138,12 +137,9 @@ class SlackBridge:
                      success: bool = False) -> None:
         """Show an intent's outcome to the actor when nobody has yet: a refusal the hub did not
         notify itself, a late click ("already answered by …"), and successes when asked to."""
-        if result.duplicate and result.message == "Already handled.":
-            return  # a replayed delivery: its first copy said whatever there was to say
-        if (result.ok and not success) or not result.message:
-            return
-        if not self.surface.told_recently(user, result.message):
-            await self.tell(channel, user, result.message, thread_ts)
+        text = result.to_show(quiet_when_ok=not success)
+        if text is not None and not self.surface.told_recently(user, text):
+            await self.tell(channel, user, text, thread_ts)
 
     # ---- starting a run -----------------------------------------------------------------------------------
     async def start_run(self, task: str, channel: str, user: str, *, thread_ts: str = "",
@@ -161,14 +157,14 @@ class SlackBridge:
         task = task.strip()
         if not task:
             return IntentResult(False, usage())
-        decision = hub.access.can_start(f"{PLATFORM}:{channel}", user)
+        decision = hub.may(user, "start", channel=f"{PLATFORM}:{channel}")
         if not decision:
             await self.tell(channel, user, decision.reason, thread_ts)
             return IntentResult(False, decision.reason)
         if thread_ts:
             return await hub.start(task, self.thread(channel, thread_ts), user, options=run_options)
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(task, 200)}", title="⏳ Starting",
-                          fields=[("Started by", hub.people.display(user))])
+                          fields=[("Started by", hub.display(user))])
         return await self._under_new_root(channel, card, lambda thread: hub.start(task, thread, user,
                                                                                   options=run_options))
 
@@ -184,7 +180,7 @@ class SlackBridge:
             log.warning("could not post a new root in %s: %s", channel, exc)
             return IntentResult(False, f"Could not post in this channel ({exc}); try again in a moment.", run_id)
         thread = self.thread(channel, root)
-        self.hub.store.save_message(thread, STATUS_KEY, root)
+        self.hub.remember_message(thread, STATUS_KEY, root)
         self.surface.provisional(thread, True)
         try:
             result = await act(thread)
@@ -202,23 +198,20 @@ class SlackBridge:
         """Mirror a live run into a new thread of `channel`. Checked first, so a refused person
         leaves no root behind; a refusal the hub still makes removes the root again."""
         hub = self.hub
-        record = hub.store.get_run(run_id)
+        record = hub.run(run_id)
         if record is None:
             return IntentResult(False, f"No run {run_id}. `/flower runs` lists the runs you can see.")
-        decision = hub.access.can_answer(record, user)  # what the hub asks of a follower
-        if not decision:
-            return IntentResult(False, f"You cannot follow run {run_id}: {decision.reason}.", run_id)
-        if run_id not in hub.live:
-            return IntentResult(False, f"Run {run_id} is not running ({record.status}).", run_id)
+        may = hub.followable(run_id, user)
+        if not may.ok:
+            return may
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(record.task, 200)}",
-                          title=f"👀 Following run {run_id}", fields=[("Started by", hub.people.display(record.owner))])
+                          title=f"👀 Following run {run_id}", fields=[("Started by", hub.display(record.owner))])
         return await self._under_new_root(channel, card, lambda thread: hub.follow(run_id, thread, user), run_id)
 
     async def unfollow_run(self, run_id: str, channel: str, user: str) -> IntentResult:
         """End every thread of `channel` that follows `run_id` (its own thread is not a mirror)."""
         hub = self.hub
-        threads = [m.thread for m in hub.store.mirrors_of(run_id)
-                   if m.scope == ALL and m.thread.platform == PLATFORM and m.thread.channel == channel]
+        threads = [t for t in hub.followers(run_id) if t.platform == PLATFORM and t.channel == channel]
         if not threads:
             return IntentResult(False, f"No thread of this channel follows run {run_id}.", run_id)
         result = IntentResult(False, "", run_id)

@@ -110,7 +110,8 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             elif not bridge.surface.told_recently(user, result.message):
                 await _reply(respond, bridge, channel, user, result.message)
             return
-        candidates = mine or [r for r in hub.runs(platform=PLATFORM, channel=channel) if hub.access.can_send(r, user)]
+        candidates = mine or [r for r in hub.runs(platform=PLATFORM, channel=channel)
+                              if hub.may(user, "send", run_id=r.run_id)]
         if not candidates:
             await ack(text="No live run of yours in this channel. `/flower runs` lists the runs you can see.")
             return
@@ -134,10 +135,9 @@ async def _reply(respond: Any, bridge: SlackBridge, channel: str, user: str, tex
 
 
 def _line(bridge: SlackBridge, r: RunRecord) -> str:
-    live = bridge.hub.live.get(r.run_id)
-    state = live.view.status_card.state if live is not None else r.status
+    state = bridge.hub.state(r.run_id)
     return (f"• `{r.run_id}` in <#{r.thread.channel}> — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
-            f"(started by {mrkdwn_escape(bridge.hub.people.display(r.owner))})"
+            f"(started by {mrkdwn_escape(bridge.hub.display(r.owner))})"
             + (f" · worker `{mrkdwn_escape(w)}`" if (w := bridge.hub.holder(r.run_id)) else ""))
 
 

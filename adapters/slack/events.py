@@ -103,12 +103,12 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
         thread = bridge.thread(channel, thread_ts)
         sessions = bridge.surface.sessions
         record = bridge.run_in(thread)
-        if record is None or record.run_id not in bridge.hub.live:
+        if record is None or not bridge.hub.is_live(record.run_id):
             if sessions is not None:
                 sessions.want(thread, "closed")  # nothing runs there: Slack waits for us to leave processing
             return
         await bridge.know(user)
-        who = bridge.hub.people.display(user) if user else "Someone"
+        who = bridge.hub.display(user) if user else "Someone"
         result = await bridge.hub.interrupt(record.run_id, STOPPED_TEXT.format(who=who), user or record.owner)
         if result.ok and sessions is not None:
             sessions.want(thread, "active")

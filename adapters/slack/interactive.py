@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from slack_bolt.async_app import AsyncApp
 
@@ -124,7 +124,7 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             return
         await bridge.know(user, name)
         record = bridge.run_in(bridge.thread(channel, thread_ts))
-        if record is None or record.run_id not in bridge.hub.live:
+        if record is None or not bridge.hub.is_live(record.run_id):
             await bridge.tell(channel, user, "That message is not in the thread of a live run.", thread_ts)
             return
         if await _may(bridge, record.run_id, user, "send", channel, thread_ts) is None:
@@ -168,15 +168,16 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
     app.view(re.compile(r".*"))(view_not_ours)
 
 
-async def _may(bridge: SlackBridge, run_id: str, user: str, what: str, channel: str,
+async def _may(bridge: SlackBridge, run_id: str, user: str, what: Literal["answer", "send"], channel: str,
                thread_ts: str) -> RunRecord | None:
-    """The run if `user` may `what` ("answer" / "send") on it; otherwise the refusal is told and None."""
+    """The run if `user` may `what` on it (the hub's rule, asked before a form opens); otherwise the
+    refusal is told and None."""
     hub = bridge.hub
-    record = hub.store.get_run(run_id)
+    record = hub.run(run_id)
     if record is None:
         await bridge.tell(channel, user, f"I don't know run {run_id}.", thread_ts)
         return None
-    decision = hub.access.can_answer(record, user) if what == "answer" else hub.access.can_send(record, user)
+    decision = hub.may(user, what, run_id=run_id)
     if not decision:
         await hub.refuse(record.thread, user, decision.reason, run_id)
         return None

@@ -35,15 +35,13 @@ import json
 import logging
 import math
 import re
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import hdrs, web
 
-from adapters.hub import IntentResult, RunOptions
-from adapters.hub.ledger import CardLedger
+from adapters.hub import CardProblem, IntentResult, RunOptions
 from adapters.ids import IdError, decode
 from adapters.state import RunRecord
 from adapters.surface import ThreadRef
@@ -75,7 +73,7 @@ def run_json(web_: WebFrontend, r: RunRecord) -> dict[str, Any]:
     page = web_.page_thread(r)
     return {"id": r.run_id, "task": r.task, "status": r.status, "owner": r.owner, "platform": r.thread.platform,
             "thread": str(r.thread), "page_thread": str(page) if page is not None else None,
-            "created_at": r.created_at, "updated_at": r.updated_at, "live": r.run_id in web_.hub.live,
+            "created_at": r.created_at, "updated_at": r.updated_at, "live": web_.hub.is_live(r.run_id),
             "worker": web_.hub.holder(r.run_id)}
 
 
@@ -174,7 +172,7 @@ def web_of(request: web.Request) -> WebFrontend:
 
 def record_of(request: web.Request) -> RunRecord:
     run_id = request.match_info["run_id"]
-    record = web_of(request).hub.store.get_run(run_id)
+    record = web_of(request).hub.run(run_id)
     if record is None:
         raise ApiError(404, f"no run {run_id!r}")
     return record
@@ -217,36 +215,23 @@ async def get_run(request: web.Request) -> web.Response:
 
 async def asks(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
-    live = w.hub.live.get(record.run_id)
-    if live is None:
-        listed = [{"id": c.card_id, "question": c.question, "options": c.options, "waited_s": None}
-                  for c in CardLedger(record.run_dir).open_cards()]
-        return web.json_response(listed)
-    listed = []
-    for card in live.view.open_cards():
-        waited = round(max(0.0, time.time() - card.asked_at), 1) if card.asked_at is not None else None
-        listed.append({"id": card.card_id, "question": card.question, "options": card.options,
-                       "waited_s": waited})
-    return web.json_response(listed)
+    return web.json_response([{"id": c.card_id, "question": c.question, "options": c.options,
+                               "waited_s": c.waited_s} for c in w.hub.open_cards(record.run_id)])
 
 
 def resolve_card(w: WebFrontend, record: RunRecord, ask_id: str) -> str:
     """The card an ask id names ("1-q2", or the seed's "q2" for the newest open card of that name);
-    404 when unknown, 409 when already settled."""
-    live = w.hub.live.get(record.run_id)
-    if live is not None and live.view.open_card(ask_id) is not None:
-        return ask_id
-    ledger = live.ledger if live is not None else CardLedger(record.run_dir)
-    rec = ledger.get(ask_id)
-    if rec is None and re.fullmatch(r"q[0-9]{1,6}", ask_id):
-        named = [r for r in ledger.open_cards() if r.card_id.split("-", 1)[-1] == ask_id]
-        rec = named[-1] if named else None
-    if rec is None:
+    404 when unknown, 409 when already settled (the hub's one rule for cards)."""
+    card_id = ask_id
+    problem, message = w.hub.card_state(record.run_id, card_id)
+    if problem is CardProblem.UNKNOWN and re.fullmatch(r"q[0-9]{1,6}", ask_id):
+        card_id = w.hub.card_by_key(record.run_id, ask_id) or ask_id
+        problem, message = w.hub.card_state(record.run_id, card_id)
+    if problem is CardProblem.UNKNOWN:
         raise ApiError(404, f"run {record.run_id} has no question {ask_id!r} (GET .../asks lists the open ones)")
-    if rec.state != "asked":
-        who = f" by {rec.by}" if rec.by else ""
-        raise ApiError(409, f"question {rec.card_id} is already settled ({rec.state}{who})")
-    return rec.card_id
+    if problem is CardProblem.SETTLED:
+        raise ApiError(409, f"question {card_id}: {message}")
+    return card_id
 
 
 async def answer(request: web.Request) -> web.Response:
@@ -317,7 +302,7 @@ async def action(request: web.Request) -> web.Response:
     text = data.get("text")
     if text is not None:
         text = text_field(data, "text", empty_ok=True)
-    record = w.hub.store.get_run(pressed.run_id)
+    record = w.hub.run(pressed.run_id)
     where = w.where(record) if record is not None else {}
     result = await w.hub.handle_action(action_id, WEB_USER, delivery_id=data.get("delivery_id") or None, text=text,
                                        **where)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import uuid
 from collections.abc import Callable
@@ -79,7 +78,6 @@ class WebFrontend:
         self._runner: web.AppRunner | None = None
         self._say = say
         self.mirror_all = mirror_all  # show runs started on other front ends too
-        self._where_ok = False
         self.surface.listeners.append(self._on_message)
 
     # ---- the Frontend protocol ------------------------------------------------------------------
@@ -91,15 +89,10 @@ class WebFrontend:
 
     def attach(self, hub: Hub) -> None:
         self._hub = hub
-        hub.taps.append(self._tap)
+        hub.tap(self._tap)
         # Runs started elsewhere (Slack, Discord) show on the page too, where the hub can mirror them.
-        auto = getattr(getattr(hub, "mirrors", None), "auto", None)
-        if self.mirror_all and isinstance(auto, list):
-            auto.append(self._mirror_here)
-        try:
-            self._where_ok = "where" in inspect.signature(hub.handle_action).parameters
-        except (TypeError, ValueError):
-            self._where_ok = False
+        if self.mirror_all:
+            hub.auto_mirror(self._mirror_here)
 
     # ---- which thread of the page shows a run -----------------------------------------------------
     def _mirror_here(self, record: RunRecord) -> ThreadRef | None:
@@ -109,18 +102,13 @@ class WebFrontend:
         """The page's thread for a run: its own (started here) or the mirror of one started elsewhere."""
         if record.thread.platform == self.name:
             return record.thread
-        mirrors_of = getattr(self.hub.store, "mirrors_of", None)
-        if mirrors_of is not None:
-            for m in mirrors_of(record.run_id):
-                if m.thread.platform == self.name and m.scope == "all":
-                    return m.thread
-        return None
+        return next((t for t in self.hub.followers(record.run_id) if t.platform == self.name), None)
 
     def where(self, record: RunRecord) -> dict[str, Any]:
         """The `where=` an intent from this page carries (cards of a run shown in several places say
         where an answer came from), when the hub takes it."""
         page = self.page_thread(record)
-        return {"where": page} if self._where_ok and page is not None else {}
+        return {"where": page} if page is not None else {}
 
     async def start(self) -> None:
         if self._runner is not None:
@@ -197,7 +185,7 @@ class WebFrontend:
         their event streams hear when they end."""
         self.events.tap(run_id, ev)
         try:
-            if run_id not in self._ends and self._hub is not None and run_id in self._hub.live:
+            if run_id not in self._ends and self._hub is not None and self._hub.is_live(run_id):
                 self._ends[run_id] = asyncio.get_running_loop().create_task(self._await_end(run_id))
         except Exception as exc:
             log.warning("web: cannot follow run %s: %r", run_id, exc)

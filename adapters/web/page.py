@@ -129,7 +129,7 @@ def _cursor(value: Any) -> int:
 
 async def _start_watch(ws: web.WebSocketResponse, w: Any, watcher: Watcher, want: dict[str, Any]) -> Watching | None:
     run_id = want.get("run")
-    record = w.hub.store.get_run(run_id) if isinstance(run_id, str) else None
+    record = w.hub.run(run_id) if isinstance(run_id, str) else None
     page = w.page_thread(record) if record is not None else None
     if record is None or page is None:
         watcher.threads.clear()

@@ -79,10 +79,6 @@ class HumanChannel:
     def tool_name(self) -> str:
         return self.TOOLS[0]
 
-    @property
-    def inbox_name(self) -> str:
-        return self.TOOLS[1]
-
     def mcp_servers(self) -> dict[str, Any]:
         """{"human": config} for ClaudeAgentOptions(mcp_servers=...). A fresh server per call."""
         from .tools import build_server  # the SDK is only needed once a run is wired

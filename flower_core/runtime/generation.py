@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,6 @@ from flower_core.runtime.handoff import WRITE_PROMPT, write_handoff
 from flower_core.runtime.results import StepResult
 
 if TYPE_CHECKING:
-    from flower_core.runtime.runtime import Runtime
     from flower_core.spec import AgentSpec
 
 
@@ -120,7 +120,17 @@ class RunState:
         self.tool_calls.clear()
 
 
-async def write_generation_handoff(rt: Runtime, spec: AgentSpec, state: RunState, session_id: str, *,
+@dataclass(frozen=True)
+class HandoffKit:
+    """What writing a handoff takes from its runtime: the writing round's attempt (no cap, no UI, no
+    threshold), the step's event sink, and where documents land."""
+
+    attempt: Callable[..., Awaitable[Outcome]]
+    emit: Callable[[RunState, Event], None]
+    workbench: Any
+
+
+async def write_generation_handoff(kit: HandoffKit, spec: AgentSpec, state: RunState, session_id: str, *,
                                    overflow: bool) -> HandoffDoc:
     """Have the full session write its handoff document (or assemble a degraded one), land it on disk.
 
@@ -130,15 +140,15 @@ async def write_generation_handoff(rt: Runtime, spec: AgentSpec, state: RunState
     """
     result, step = state.result, state.result.step
     used, window = state.ctx, state.window
-    rt.emit(state, Event("handoff", text=f"context {_k(used)}/{_k(window)}: writing the handoff", payload={
+    kit.emit(state, Event("handoff", text=f"context {_k(used)}/{_k(window)}: writing the handoff", payload={
         "phase": "writing", "step": step, "context": used, "window": window, "overflow": overflow}))
     doc: HandoffDoc | None = None
     why = "the session no longer fits its context window" if overflow else ""
     if not overflow:
         state.writing = True
         try:
-            out = await rt._attempt(spec, WRITE_PROMPT.format(used=used, window=window), session_id, False,
-                                    state, writing=True)
+            out = await kit.attempt(spec, WRITE_PROMPT.format(used=used, window=window), session_id, False,
+                                    state)
         except (ValueError, TypeError) as exc:  # options that cannot be built: degrade rather than stop
             out = Outcome(error=f"invalid agent options: {exc}")
         finally:
@@ -157,9 +167,9 @@ async def write_generation_handoff(rt: Runtime, spec: AgentSpec, state: RunState
         doc = degraded(step, state.task, last_text=state.last_text, tool_calls=list(state.tool_calls), why=why)
         result.errors.append(f"handoff degraded: {why}")
     doc.task = state.task
-    path = _land(rt.workbench, step, doc, used, window, session_id, result)
+    path = _land(kit.workbench, step, doc, used, window, session_id, result)
     line = f"handed off at {_k(used)}/{_k(window)}" + (" (degraded)" if doc.degraded else "")
-    rt.emit(state, Event("handoff", text=line, payload={
+    kit.emit(state, Event("handoff", text=line, payload={
         "phase": "done", "step": step, "context": used, "window": window, "degraded": doc.degraded,
         "path": str(path) if path else None, "sections": doc.sections(), "retired": session_id}))
     return doc

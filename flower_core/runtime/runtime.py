@@ -27,7 +27,7 @@ from flower_core.events import Event
 from flower_core.manifest import Manifest
 from flower_core.runtime.attempt import Attempt, Outcome, StopSignal
 from flower_core.runtime.budget import Budget, halt
-from flower_core.runtime.generation import RunState, write_generation_handoff
+from flower_core.runtime.generation import HandoffKit, RunState, write_generation_handoff
 from flower_core.runtime.handoff import (
     INTERRUPT_NOTE,
     HandoffPolicy,
@@ -95,6 +95,7 @@ class Runtime:
         self._early: str | None = None  # interrupt words said while no step ran: for the next step's prompt
         self.budget = Budget.coerce(budget)
         self.budget.watch(self._budget_reached)
+        self._handoff_kit = HandoffKit(partial(self._attempt, writing=True), self.emit, workbench)
         self.parking = Parking(ParkPolicy.coerce(park), store=self.store, project_key=lambda: self.project_key,
                                records=ParkRecords(self.run_dir / "parked"), attempt=self._attempt,
                                absorb=self._absorb, emit=self.emit)
@@ -244,7 +245,7 @@ class Runtime:
                     result.error = brake_message(len(result.retired), state.at, state.window)
                     return
                 overflow = out.stopped != "handoff"
-                doc = await write_generation_handoff(self, spec, state, sid, overflow=overflow)
+                doc = await write_generation_handoff(self._handoff_kit, spec, state, sid, overflow=overflow)
                 result.retired.append(sid)
                 state.new_generation()
                 gen_prompt, gen_resume, gen_fork = doc.prompt_block(), None, False

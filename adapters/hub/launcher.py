@@ -1,0 +1,84 @@
+"""Launcher: how a run comes to be shown — its view, its threads (home and mirrors) and its chat side
+(`LiveRun`), started through the transport; and how a run taken over by another worker is shown afresh.
+
+Used for a new run, a woken one, a run this front follows again after its own restart, and a takeover.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from adapters.hub.book import RunBook
+from adapters.hub.cards import CardBook
+from adapters.hub.fanout import ALL, Fanout, Target
+from adapters.hub.mirrors import Mirrors
+from adapters.hub.options import RunOptions
+from adapters.hub.outboxes import Outboxes
+from adapters.hub.pipe import RunPipe
+from adapters.hub.runs import LiveRun
+from adapters.hub.settings import HubSettings
+from adapters.state import RunRecord, StateStore
+from adapters.surface import ThreadRef
+from adapters.transport import RunPlan, Transport
+from adapters.view import RunView, ViewConfig
+from flower_core import Event
+
+Tap = Callable[[str, Event], object]
+
+
+class Launcher:
+    def __init__(self, book: RunBook, store: StateStore, transport: Transport, outboxes: Outboxes, cards: CardBook,
+                 mirrors: Mirrors, settings: HubSettings, view: ViewConfig, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.book, self.store, self.transport, self.outboxes = book, store, transport, outboxes
+        self.cards, self.mirrors, self.settings, self.view, self.clock = cards, mirrors, settings, view, clock
+        # Taps see every event of every run as (run id, event), beside the view: e.g. the web's event log.
+        self.taps: list[Tap] = []
+
+    def plan(self, record: RunRecord, *, waking: bool, remark: str = "") -> RunPlan:
+        """What the run side builds the run from: the task, its places, and the starter's choices."""
+        opts, s = RunOptions.load(Path(record.run_dir)), self.settings
+        return RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
+                       timeout_s=s.timeout_s if opts.timeout_s is None else opts.timeout_s,
+                       max_asks=s.max_asks if opts.max_asks is None else opts.max_asks,
+                       budget_usd=s.budget_usd if opts.budget_usd is None else opts.budget_usd)
+
+    def launch(self, record: RunRecord, *, waking: bool, remark: str = "", attach: bool = False,
+               after: LiveRun | None = None, restoring: bool = False) -> LiveRun:
+        """Show a run in its threads and start its run side through the transport; `attach`: the run side
+        is already going on a worker (a takeover, or this front restarted); `after`: the LiveRun that
+        showed it until a takeover; `restoring`: its steps so far pass quietly."""
+        plan = self.plan(record, waking=waking, remark=remark)
+        view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6])
+        fanout = Fanout(self._target(record, record.thread))
+        for mirror in self.mirrors.targets_for(record):
+            fanout.add(self._target(record, mirror.thread, mirror.scope))
+        observers = [partial(tap, record.run_id) for tap in self.taps]
+        live = LiveRun(record, RunPipe(view, fanout, observers=observers), store=self.store, waking=waking,
+                       has_oracle=self.settings.oracle, clock=self.clock, on_end=self.book.ended,
+                       on_ask=self._on_ask, on_handover=self._handed_over,
+                       ledger=after.ledger if after is not None else None, restoring=restoring)
+        side = self.transport.launch(record.run_id, plan, live, attach=attach)  # raises: nothing was shown
+        self.book.live[record.run_id] = live
+        live.start(side)
+        return live
+
+    def _target(self, record: RunRecord, thread: ThreadRef, scope: str = ALL) -> Target:
+        return Target(thread, self.outboxes.outbox(thread, on_sent=self.cards.recorder(record.run_id, thread)), scope)
+
+    def _on_ask(self, live: LiveRun, card_id: str, state: str) -> None:
+        if state == "asked":
+            self.mirrors.asked(live, card_id)
+        else:
+            self.mirrors.settled(live.run_id, card_id)
+
+    def _handed_over(self, old: LiveRun, holder: str, previous: str) -> None:
+        """A worker took over a run whose worker went silent: show it afresh, with one notice line."""
+        record = self.store.get_run(old.run_id) or old.record
+        live = old.successor = self.launch(record, waking=True, attach=True, after=old)
+        was = f" (worker {previous} stopped answering)" if previous else ""
+        live.pipe.put(live.view.notice(f"🔁 Worker {holder} took the run over{was} and resumes it where it was."))

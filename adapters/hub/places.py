@@ -1,0 +1,56 @@
+"""Places: the platforms a hub speaks through, by name — and what each can do beyond posting.
+
+The hub never learns a platform type: it asks Places. Optional surface abilities (naming the place
+on cards, opening a direct message) are read here, each with its fallback, so no other hub module
+looks a surface member up by name.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from adapters.surface import Surface, SurfaceError, ThreadRef
+
+log = logging.getLogger(__name__)
+
+
+class Places:
+    def __init__(self, surfaces: Surface | Iterable[Surface] | Mapping[str, Surface]) -> None:
+        if isinstance(surfaces, Mapping):
+            self.surfaces: dict[str, Surface] = dict(surfaces)
+        else:
+            items = [surfaces] if isinstance(surfaces, Surface) else list(surfaces)
+            self.surfaces = {s.name: s for s in items}
+
+    def has(self, platform: str) -> bool:
+        return platform in self.surfaces
+
+    def surface(self, platform: str) -> Surface:
+        return self.surfaces[platform]
+
+    def name(self, thread: ThreadRef) -> str:
+        """How cards name the place a thread is in ("Slack", "the web page"); the platform's id by default."""
+        surface = self.surfaces.get(thread.platform)
+        return str(getattr(surface, "place", "") or thread.platform)
+
+    def can_dm(self, platform: str) -> bool:
+        return getattr(self.surfaces.get(platform), "direct", None) is not None
+
+    async def direct(self, platform: str, user: str) -> ThreadRef | None:
+        """A thread only `user` sees, where their platform can open one (None: it cannot)."""
+        direct = getattr(self.surfaces.get(platform), "direct", None)
+        if direct is None:
+            return None
+        thread: ThreadRef | None = await direct(user)
+        return thread
+
+    async def tell(self, thread: ThreadRef, user: str, text: str) -> None:
+        """Say something to one person alone (ephemerally); a failure costs only that line."""
+        surface = self.surfaces.get(thread.platform)
+        if surface is None:
+            return
+        try:
+            await surface.notify(thread, user, text)
+        except SurfaceError as exc:
+            log.warning("could not notify %s in %s: %r", user, thread, exc)

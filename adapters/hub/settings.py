@@ -1,0 +1,39 @@
+"""HubSettings: how a hub runs its runs — limits, question windows, budgets, parking, restarts, looks.
+
+One frozen value a bot builds from its configuration (bots/config.py) and hands to `Hub`; the hub's
+collaborators each read the part that is theirs. Defaults are the bot's documented defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.view import ViewConfig
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    root: Path = Path("flower-runs")  # workspaces, sessions and run records live under it
+    # "platform:channel" -> a workspace the channel's runs share (default: one per run under root)
+    workspaces: Mapping[str, Path] = field(default_factory=dict)
+    max_runs: int = 3  # runs with a CLI at once (parked ones apart); workers apply their own
+    max_parked: int = 1000  # parked runs at once (beyond it, a waiting run keeps its CLI)
+    timeout_s: float | None = 1800.0  # how long a question waits (0: unattended)
+    max_asks: int | None = None  # question quota per run
+    budget_usd: float | None = None  # default cost cap per run
+    # "platform:channel" -> the most a run started there may spend (a starter cannot ask for more)
+    budget_ceilings: Mapping[str, float] = field(default_factory=dict)
+    dm_after_s: float | None = 60.0  # a question waiting longer reaches its owner by direct message
+    park_after_s: float | None = 120.0  # a question waiting longer closes the run's CLI (None: never)
+    wake_on_start: bool = True  # runs the last process left live come back by themselves
+    oracle: bool = True  # runs answer side questions (`?…`)
+    view: ViewConfig = field(default_factory=ViewConfig)
+
+    def __post_init__(self) -> None:
+        # Resolved once, so every path the hub makes from them compares equal.
+        object.__setattr__(self, "root", Path(self.root).expanduser().resolve())
+        object.__setattr__(self, "workspaces",
+                           {k: Path(v).expanduser().resolve() for k, v in self.workspaces.items()})
+        object.__setattr__(self, "budget_ceilings", dict(self.budget_ceilings))

@@ -1,0 +1,57 @@
+"""One starter run driven through the terminal front end: `flower go` and `flower demo` both end here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from adapters.terminal import Controller, Render
+
+
+class UsageError(Exception):
+    """A problem with what was asked for: printed to stderr, exit code 2."""
+
+
+def check_budget(budget_usd: float | None) -> None:
+    """--budget before anything is created: a negative or non-number cap, or 0, is a usage error."""
+    if budget_usd is None:
+        return
+    if not budget_usd >= 0 or budget_usd == float("inf"):
+        raise UsageError(f"flower: --budget must be a number of dollars, 0 or more (got {budget_usd:g}).")
+    if budget_usd == 0:
+        raise UsageError("flower: --budget 0 lets nothing run, so the run is not started. Give a positive cap "
+                         "(e.g. --budget 5), or leave --budget out for no cap.")
+
+
+async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: float, max_asks: int | None,
+                      window: int | None, handoff: bool, env: dict[str, str] | None = None,
+                      render: Render | None = None, budget_usd: float | None = None) -> int:
+    """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code."""
+    from flower_core import BudgetError, Oracle, Runtime, starter_flow
+
+    render = render or Render()
+    check_budget(budget_usd)
+    workspace.mkdir(parents=True, exist_ok=True)
+    try:
+        wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks,
+                          budget_usd=budget_usd)
+    except BudgetError as exc:
+        raise UsageError(f"flower: {exc}") from exc
+    except ValueError as exc:  # no task and no earlier brief to wake from
+        raise UsageError('flower: nothing to do here. Give it a task, e.g. flower "add a --json flag to the '
+                         'report", or run it in a workspace with an earlier brief to continue.') from exc
+    if timeout_s > 0 and not (sys.stdin is not None and sys.stdin.isatty()):
+        render.say("! stdin is not a terminal: nobody can answer questions here. Add --timeout 0 to let it "
+                   "decide for itself.", "warn")
+    runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": wf.workbench,
+                                      "handoff": handoff, "env": env}
+    if window:
+        runtime_kwargs["window"] = window
+    rt = Runtime(**runtime_kwargs)
+    oracle = Oracle(workspace=workspace, run_dir=run_dir, workbench=wf.workbench, env=env, budget=wf.budget)
+    try:
+        return await Controller(rt, render, channel=wf.channel, oracle=oracle).drive(wf)
+    finally:
+        oracle.close()
+        rt.close()
