@@ -12,13 +12,16 @@ from pathlib import Path
 
 import discord
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.discord_bridge import DiscordBridge
 from adapters.memory_surface import MemorySurface
-from adapters.platform import OPTIONAL_MEMBERS, PlatformSurface, Surface, as_platform, overrides
+from adapters.ops.metrics import CountingSurface, Metrics
+from adapters.platform import OPTIONAL_MEMBERS, PlatformSurface, Surface, as_platform, provides
 from adapters.platform.checks import CHECKS
 from adapters.platform.testing import Rig, Seen, SurfaceConformanceError, run_surface_conformance
 from adapters.slack import SlackFrontend
+from adapters.slack.surface import SlackSurface
 from adapters.surface import OutMessage, ThreadRef, TransientSurfaceError
 from adapters.web.surface import WebSurface
 from tests.discord_double import DiscordDouble
@@ -123,7 +126,7 @@ async def test_a_bare_surface_gets_the_fallbacks_of_every_optional_member() -> N
     assert isinstance(bare, Surface) and not isinstance(bare, PlatformSurface)
     full = as_platform(bare)
     assert isinstance(full, PlatformSurface) and full.place == "memory" and await full.direct("ana") is None
-    assert not any(overrides(full, m) for m in OPTIONAL_MEMBERS)
+    assert not any(provides(full, m) for m in OPTIONAL_MEMBERS)
     thread = ThreadRef("memory", "c1", "t1")
     mid = await full.post(thread, OutMessage("k", "prose", "through the fallbacks"))
     assert inner.messages[mid].msg.text == "through the fallbacks"
@@ -134,12 +137,18 @@ async def test_a_bare_surface_gets_the_fallbacks_of_every_optional_member() -> N
 
 async def test_the_real_surfaces_declare_what_they_can_do(tmp_path: Path) -> None:
     web = WebSurface(tmp_path / "w.sqlite")
-    assert (web.place, overrides(web, "place"), overrides(web, "direct")) == ("the web page", True, False)
+    slack = SlackSurface(AsyncWebClient(token="xoxb-unused"))
+    assert (web.place, provides(web, "place"), provides(web, "direct")) == ("the web page", True, False)
+    assert (slack.place, provides(slack, "place"), provides(slack, "direct")) == ("Slack", True, True)
     assert as_platform(web) is web  # a PlatformSurface is used as it is
+    # The bot counts every platform call through a wrapper that passes the rest on: still the same answers.
+    counted = {s.name: CountingSurface(s, Metrics()) for s in (web, slack)}
+    assert as_platform(counted["slack"]) is counted["slack"] and counted["slack"].place == "Slack"
+    assert provides(counted["slack"], "direct") and not provides(counted["web"], "direct")
     with pytest.raises(TypeError, match="not a Surface"):
         as_platform(object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not an optional member"):
-        overrides(web, "post")
+        provides(web, "post")
 
 
 # ---- the suite fails when the surface is wrong ------------------------------------------------------

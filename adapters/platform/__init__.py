@@ -13,7 +13,7 @@ A new platform writes a `PlatformSurface` subclass, its limits, and a test that 
 `run_surface_conformance` against the platform's real library and a double of its API.
 """
 
-from adapters.platform.contract import OPTIONAL_MEMBERS, PlatformSurface, Surface, as_platform, overrides
+from adapters.platform.contract import OPTIONAL_MEMBERS, PlatformSurface, Surface, as_platform, provides
 from adapters.platform.errors import PermanentSurfaceError, StartRefused, SurfaceError, TransientSurfaceError
 from adapters.platform.limits import (
     DISCORD,
@@ -52,5 +52,5 @@ __all__ = [
     "TransientSurfaceError",
     "WebLimits",
     "as_platform",
-    "overrides",
+    "provides",
 ]

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from adapters.ids import MAX_LEN, decode, encode
-from adapters.platform.contract import as_platform, overrides
+from adapters.platform.contract import as_platform, provides
 from adapters.platform.errors import PermanentSurfaceError, SurfaceError, TransientSurfaceError
 from adapters.platform.messages import KINDS, Button, OutMessage, ThreadRef
 from adapters.platform.probe import Fault, Notes, Rig, Seen, Skip
@@ -258,7 +258,7 @@ async def place_names_the_platform(rig: Rig, notes: Notes) -> None:
     place = surface.place
     expect(isinstance(place, str) and bool(place.strip()) and "\n" not in place,
            f"place is {place!r}, want a short one-line name for cards")
-    if not overrides(rig.surface, "place"):
+    if not provides(rig.surface, "place"):
         notes.fallback("place", f"the platform's name ({surface.name!r})")
 
 

@@ -42,7 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 from adapters.platform.limits import PlatformLimits
 from adapters.platform.messages import OutMessage, ThreadRef
 
-__all__ = ["OPTIONAL_MEMBERS", "PlatformSurface", "Surface", "as_platform", "overrides"]
+__all__ = ["OPTIONAL_MEMBERS", "PlatformSurface", "Surface", "as_platform", "provides"]
 
 # The optional members, each with the fallback its default body implements (see the table above).
 OPTIONAL_MEMBERS: dict[str, str] = {
@@ -88,14 +88,18 @@ class PlatformSurface(Surface, Protocol):
         return None
 
 
-def overrides(surface: object, member: str) -> bool:
-    """Whether the surface's class provides `member` itself rather than inheriting its fallback."""
+def provides(surface: Surface, member: str) -> bool:
+    """Whether `member` gives something of the surface's own rather than its fallback: a `place`
+    other than the name, a `direct` of its own. Sees through wrappers that pass members on (the
+    metrics' CountingSurface), so the hub may ask it before arming a direct message."""
     if member not in OPTIONAL_MEMBERS:
         raise ValueError(f"{member!r} is not an optional member (those are {', '.join(OPTIONAL_MEMBERS)})")
-    if isinstance(surface, _WithFallbacks):
-        return hasattr(surface.inner, member)
-    own = getattr(type(surface), member, None)
-    return own is not None and own is not PlatformSurface.__dict__[member]
+    full = as_platform(surface)
+    if member == "place":
+        return full.place != full.name
+    if isinstance(full, _WithFallbacks):
+        return getattr(full.inner, "direct", None) is not None
+    return getattr(full.direct, "__func__", None) is not PlatformSurface.direct
 
 
 def as_platform(surface: Surface) -> PlatformSurface:

@@ -39,6 +39,7 @@ __all__ = ["CHECKS", "FAULTS", "ConformanceReport", "Fault", "MakeRig", "Probe",
 
 log = logging.getLogger(__name__)
 
+
 @dataclass
 class ConformanceReport:
     surface: str
@@ -82,7 +83,7 @@ async def run_surface_conformance(make_surface: MakeRig, *, check_timeout: float
         if only is not None and name not in only:
             continue
         rig = await _fresh(make_surface)
-        report.surface = getattr(rig.surface, "name", "?")
+        report.surface = rig.surface.name
         try:
             await asyncio.wait_for(check(rig, notes), check_timeout)
         except Skip as why:
