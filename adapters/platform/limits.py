@@ -84,10 +84,10 @@ class WebLimits(PlatformLimits):
     input_max: int = 20_000  # text a person may send through the API in one request
 
 
-# Slack: message text is cut at 40,000 chars, but a section block holds 3,000 and we render prose in
-# sections, so one chunk is 3,000. chat.postMessage ~1/s per channel with short bursts; chat.update
-# is Tier 3 (50+/min). Button text max 75; an actions block holds 25 elements; header text 150;
-# a section holds 10 fields; action_id 255.
+# Slack: message text is cut at 40,000 chars and a message's markdown blocks hold 12,000 together;
+# chunks of 3,000 (what a section or a context element holds) keep every part renderable.
+# chat.postMessage ~1/s per channel with short bursts; chat.update is Tier 3 (50+/min). Button text
+# max 75; an actions block holds 25 elements; header text 150; a section holds 10 fields; action_id 255.
 SLACK = SlackLimits(text_max=3000, post_per_s=1.0, post_burst=3, update_per_min=50.0, update_burst=5,
                     buttons_max=25, button_label_max=75, title_max=150, fields_max=10, id_max=255)
 
