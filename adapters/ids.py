@@ -27,10 +27,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from adapters.platform.limits import ID_MAX
+
 __all__ = ["ID_PATTERN", "MAX_LEN", "VERBS", "VERSION", "ActionId", "IdError", "decode", "encode"]
 
 VERSION = "fl1"
-MAX_LEN = 100
+MAX_LEN = ID_MAX  # 100: Discord's custom_id, the strictest platform (adapters.platform.limits)
 # verb -> (ask_id required, option required)
 VERBS: dict[str, tuple[bool, bool]] = {
     "ans": (True, True),

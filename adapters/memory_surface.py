@@ -11,11 +11,12 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from adapters.surface import (
+from adapters.platform import (
     MEMORY,
     OutMessage,
     PermanentSurfaceError,
     PlatformLimits,
+    PlatformSurface,
     ThreadRef,
     TransientSurfaceError,
 )
@@ -42,7 +43,7 @@ class Posted:
 
 
 @dataclass
-class MemorySurface:
+class MemorySurface(PlatformSurface):
     name: str = "memory"
     limits: PlatformLimits = MEMORY
     record: bool = True  # False: no call log (long benches)
@@ -74,7 +75,7 @@ class MemorySurface:
         if self.on_call is not None:
             self.on_call(call)
 
-    # ---- the Surface protocol -----------------------------------------------------------------
+    # ---- the Surface contract (place: the fallback, its name) ------------------------------------
     async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
         self._maybe_fail()
         mid = f"m{next(self._ids)}"

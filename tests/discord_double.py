@@ -68,6 +68,7 @@ class DiscordDouble(InteractionRoutes):
         self.channels: dict[int, dict[str, Any]] = {
             self.channel_id: pl.text_channel(self.channel_id, self.guild_id, "general")}
         self.messages: dict[int, dict[str, Any]] = {}
+        self.allowed_mentions: dict[int, Any] = {}  # message id -> allowed_mentions sent with its latest version
         self.reactions: list[tuple[str, int, str]] = []  # ("add"/"remove", message id, emoji) by the bot
         self.commands: dict[int | None, list[dict[str, Any]]] = {}  # guild id (None: global) -> commands
         self.interactions: dict[int, Ix] = {}
@@ -366,6 +367,7 @@ class DiscordDouble(InteractionRoutes):
         msg = pl.message(mid, int(channel["id"]), guild, self.bot.user(), body,
                          member=self.bot.member(with_user=False) if guild else None)
         self.messages[mid] = msg
+        self.allowed_mentions[mid] = body.get("allowed_mentions")
         self._echo("MESSAGE_CREATE", msg)
         return msg
 
@@ -388,6 +390,7 @@ class DiscordDouble(InteractionRoutes):
             if key in body:
                 msg[key] = body[key] if body[key] is not None else ("" if key == "content" else [])
         msg["edited_timestamp"] = pl.iso()
+        self.allowed_mentions[int(msg["id"])] = body.get("allowed_mentions")
         self._echo("MESSAGE_UPDATE", msg)
         return msg
 

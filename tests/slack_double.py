@@ -100,6 +100,7 @@ class SlackDouble:
         self.responses: list[dict[str, Any]] = []  # bodies POSTed to response_urls
         self.views: dict[str, dict[str, Any]] = {}
         self.sessions: list[dict[str, Any]] = []
+        self.dms: dict[str, str] = {}  # direct-message channel id -> the person it is with (conversations.open)
         self.acks: dict[str, dict[str, Any] | None] = {}
         self.connections = 0
         self._faults: dict[str, list[Fault]] = {}
@@ -159,6 +160,10 @@ class SlackDouble:
     def fail(self, method: str, times: int = 1, *, status: int = 429, retry_after: int | None = 1,
              error: str = "ratelimited") -> None:
         self._faults.setdefault(method, []).extend(Fault(status, retry_after, error) for _ in range(times))
+
+    def heal(self) -> None:
+        """Drop every fault not played yet: the next calls are answered normally."""
+        self._faults.clear()
 
     # ---- reading -----------------------------------------------------------------------------------
     def called(self, method: str, ok_only: bool = True) -> list[ApiCall]:
@@ -302,7 +307,10 @@ class SlackDouble:
                                      "profile": {"display_name": name, "real_name": name}}}
 
     def _m_conversations_open(self, args: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "channel": {"id": f"D{str(args.get('users', '')).lstrip('U')}"}}
+        user = str(args.get("users", ""))
+        channel = f"D{user.lstrip('U')}"
+        self.dms[channel] = user
+        return {"ok": True, "channel": {"id": channel}}
 
     def _m_agents_sessions_setStatus(self, args: dict[str, Any]) -> dict[str, Any]:
         if self.sessions_error:

@@ -23,7 +23,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from adapters.surface import PermanentSurfaceError, SurfaceError, TransientSurfaceError
+from adapters.platform import PermanentSurfaceError, SurfaceError, TransientSurfaceError
 
 __all__ = ["FAILED", "UNKNOWN_COMMAND", "Told", "surface_errors", "told", "translate"]
 

@@ -17,7 +17,7 @@ import discord
 from discord import ui
 
 from adapters.ids import ID_PATTERN
-from adapters.surface import Button, OutMessage
+from adapters.platform import DISCORD, Button, OutMessage
 
 __all__ = ["NO_MENTIONS", "ActionButton", "Rendered", "buttons_view", "context_bar", "render"]
 
@@ -26,8 +26,9 @@ NO_MENTIONS = discord.AllowedMentions.none()
 
 STYLES = {"default": discord.ButtonStyle.secondary, "primary": discord.ButtonStyle.primary,
           "danger": discord.ButtonStyle.danger}
-LABEL_MAX, BUTTONS_MAX = 80, 25
-TITLE_MAX, DESCRIPTION_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, FOOTER_MAX = 256, 4096, 256, 1024, 2048
+LABEL_MAX, BUTTONS_MAX, FIELDS_MAX = DISCORD.button_label_max, DISCORD.buttons_max, DISCORD.fields_max
+TITLE_MAX, DESCRIPTION_MAX, FOOTER_MAX = DISCORD.title_max, DISCORD.description_max, DISCORD.footer_max
+FIELD_NAME_MAX, FIELD_VALUE_MAX = DISCORD.field_name_max, DISCORD.field_value_max
 
 # The icon a neutral title starts with -> the embed's colour (green done, red failed, grey closed...).
 COLOURS: dict[str, int] = {
@@ -93,7 +94,7 @@ class Rendered:
 
 
 def buttons_view(buttons: list[Button]) -> ui.View | None:
-    """Up to 25 buttons, five to a row, in order; None when there are none."""
+    """Up to 25 buttons (`BUTTONS_MAX`), five to a row, in order; None when there are none."""
     if not buttons:
         return None
     view = ui.View(timeout=None)
@@ -108,7 +109,7 @@ def render(msg: OutMessage, *, footer: str = "") -> Rendered:
         return Rendered(msg.text if msg.text.strip() else "…", None, view)
     embed = discord.Embed(title=_clip(msg.title, TITLE_MAX) or None,
                           description=_clip(msg.text, DESCRIPTION_MAX) or None, colour=_colour(msg))
-    for name, value in msg.fields[:25]:
+    for name, value in msg.fields[:FIELDS_MAX]:
         if name == "Context":
             value = f"{value}\n{context_bar(value)}" if context_bar(value) else value
         embed.add_field(name=_clip(name, FIELD_NAME_MAX) or "\u200b", value=_clip(value, FIELD_VALUE_MAX) or "—",

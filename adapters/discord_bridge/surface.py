@@ -26,7 +26,7 @@ import discord
 from adapters.discord_bridge.errors import surface_errors
 from adapters.discord_bridge.render import NO_MENTIONS, render
 from adapters.discord_bridge.reply import current_reply
-from adapters.surface import DISCORD, OutMessage, PermanentSurfaceError, PlatformLimits, ThreadRef
+from adapters.platform import DISCORD, OutMessage, PermanentSurfaceError, PlatformLimits, PlatformSurface, ThreadRef
 
 __all__ = ["DELIVERED", "QUEUED", "REACTION_PREFIX", "DiscordSurface"]
 
@@ -36,10 +36,9 @@ REACTION_PREFIX = "react:"
 QUEUED, DELIVERED = "📨", "📬"
 
 
-class DiscordSurface:
+class DiscordSurface(PlatformSurface):
     name = "discord"
     place = "Discord"  # how cards of a run shown in several places name this one ("answered by … on Discord")
-    place = "Discord"  # how cards of a run shown in several places name this one
     limits: PlatformLimits = DISCORD
 
     def __init__(self, client: discord.Client, *, footer: Callable[[ThreadRef], str] | None = None,
@@ -48,7 +47,7 @@ class DiscordSurface:
         self.footer = footer  # the status card's footer ("run r1 · started by Ana"), filled in by the bridge
         self.who = who or (lambda user: user)
 
-    # ---- the Surface protocol -------------------------------------------------------------------
+    # ---- the Surface contract (all of it: place and direct too) ----------------------------------
     async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
         if msg.kind == "status" and thread.thread:
             await self.update(thread, thread.thread, msg)
@@ -80,11 +79,11 @@ class DiscordSurface:
         try:
             async with surface_errors(f"DM to {user}"):
                 dm = await self.client.create_dm(discord.Object(int(user)))
-                await dm.send(text[:2000], allowed_mentions=NO_MENTIONS)
+                await dm.send(text[:DISCORD.text_max], allowed_mentions=NO_MENTIONS)
             return
         except PermanentSurfaceError as exc:  # DMs closed (50007) or an unknown user: say it in the thread
             log.info("could not DM %s (%s); telling them in the thread", user, exc)
-        line = f"↪ {self.who(user)}: {text}"[:2000]
+        line = f"↪ {self.who(user)}: {text}"[:DISCORD.text_max]
         async with surface_errors("thread line"):
             await self._channel(thread.thread or thread.channel).send(line, allowed_mentions=NO_MENTIONS)
 

@@ -10,7 +10,8 @@ context    a small grey line: who started the run (status card), or a notice's w
 actions    the buttons; Interrupt… asks for confirmation (a subagent in flight loses its work)
 =========  ============================================================================
 
-Notices and thread-line receipts are one small context line each, so the thread stays quiet. The
+Notices and thread-line receipts are one small context line each, so the thread stays quiet (one
+longer than a context element holds is a markdown block instead, so none is cut short). The
 fallback `text` (notifications, screen readers) is the title and the start of the body, escaped.
 """
 
@@ -29,17 +30,18 @@ from slack_sdk.models.blocks import (
 )
 
 from adapters.ids import IdError, decode
+from adapters.platform import SLACK, Button, OutMessage
 from adapters.slack.text import bar, defuse, mrkdwn_escape, plain
-from adapters.surface import Button, OutMessage
 
 __all__ = ["FALLBACK_MAX", "INTERRUPT_WARNING", "render"]
 
-HEADER_MAX = 150
-BUTTON_MAX = 75
-FIELD_MAX = 1900  # a section field holds 2,000
-CONTEXT_MAX = 2900  # a context element's text holds 3,000
-ACTIONS_MAX = 25  # elements per actions block
-FALLBACK_MAX = 3000
+HEADER_MAX = SLACK.title_max
+BUTTON_MAX = SLACK.button_label_max
+FIELD_MAX = SLACK.section_field_max - 100  # cut a little short of the limit, then "…"
+CONTEXT_MAX = SLACK.context_max - 100
+ACTIONS_MAX = SLACK.actions_max
+FIELDS_MAX = SLACK.fields_max  # per section
+FALLBACK_MAX = SLACK.fallback_max
 SMALL_KINDS = frozenset({"notice", "receipt"})
 INTERRUPT_WARNING = ("The agent stops at the next message boundary and resumes the same session with your words. "
                      "A subagent in flight loses its unfinished work.")
@@ -52,12 +54,12 @@ def render(msg: OutMessage, *, footer: str = "") -> tuple[list[Block], str]:
     if msg.title:
         blocks.append(HeaderBlock(text=plain(msg.title, HEADER_MAX)))
     body = msg.text.strip()
-    if body and msg.kind in SMALL_KINDS:
+    if body and msg.kind in SMALL_KINDS and len(mrkdwn_escape(body)) <= CONTEXT_MAX:
         blocks.append(_context(body))
-    elif body:
+    elif body:  # (a small line too long for a context element goes whole in a markdown block)
         blocks.append(MarkdownBlock(text=defuse(body)))
     if msg.fields:
-        blocks.append(SectionBlock(fields=[MarkdownTextObject(text=_field(k, v)) for k, v in msg.fields[:10]]))
+        blocks.append(SectionBlock(fields=[MarkdownTextObject(text=_field(k, v)) for k, v in msg.fields[:FIELDS_MAX]]))
     if footer:
         blocks.append(_context(footer))
     for i in range(0, len(msg.buttons), ACTIONS_MAX):

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError, SlackObjectFormationError
 
-from adapters.surface import PermanentSurfaceError, SurfaceError, TransientSurfaceError
+from adapters.platform import PermanentSurfaceError, SurfaceError, TransientSurfaceError
 
 __all__ = ["TRANSIENT_CODES", "error_code", "is_code", "retry_after", "slack_call", "to_surface_error"]
 

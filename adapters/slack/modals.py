@@ -24,6 +24,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
+from adapters.platform import SLACK
 from adapters.slack.blocks import INTERRUPT_WARNING
 from adapters.slack.payloads import PayloadError, text_field
 from adapters.slack.text import mrkdwn_escape, plain
@@ -33,7 +34,8 @@ __all__ = ["INPUT_CALLBACK", "STOP_CALLBACK", "Submission", "input_view", "read_
 INPUT_CALLBACK = "flower_input"
 STOP_CALLBACK = "flower_stop"
 TEXT_BLOCK, END_BLOCK = "text", "end"  # block ids, also the action ids of their inputs
-INPUT_MAX = 3000
+INPUT_MAX, LABEL_MAX, TITLE_MAX = SLACK.input_max, SLACK.input_label_max, SLACK.modal_title_max
+CONTEXT_MAX = SLACK.context_max - 100  # as in blocks.py
 TITLES = {"txt": "Answer in words", "int": "Interrupt the agent", "orc": "Ask the oracle"}
 
 
@@ -50,7 +52,7 @@ def _meta(**kw: str) -> str:
 
 def _context(text: str) -> ContextBlock:
     esc = mrkdwn_escape(text)
-    return ContextBlock(elements=[MarkdownTextObject(text=esc[:2900])])
+    return ContextBlock(elements=[MarkdownTextObject(text=esc[:CONTEXT_MAX])])
 
 
 def input_view(action_id: str, verb: str, prompt: str, *, channel: str, thread: str, context: str = "") -> View:
@@ -59,10 +61,10 @@ def input_view(action_id: str, verb: str, prompt: str, *, channel: str, thread: 
         blocks.append(_context(context.strip()))
     if verb == "int":
         blocks.append(_context(INTERRUPT_WARNING))
-    blocks.append(InputBlock(block_id=TEXT_BLOCK, label=plain(prompt, 2000), optional=verb == "int",
+    blocks.append(InputBlock(block_id=TEXT_BLOCK, label=plain(prompt, LABEL_MAX), optional=verb == "int",
                              element=PlainTextInputElement(action_id=TEXT_BLOCK, multiline=True,
                                                            max_length=INPUT_MAX)))
-    return View(type="modal", callback_id=INPUT_CALLBACK, title=TITLES.get(verb, "flower")[:24], submit="Send",
+    return View(type="modal", callback_id=INPUT_CALLBACK, title=TITLES.get(verb, "flower")[:TITLE_MAX], submit="Send",
                 close="Cancel", blocks=blocks, private_metadata=_meta(a=action_id, c=channel, t=thread))
 
 

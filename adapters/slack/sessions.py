@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from adapters.platform import SLACK
 from adapters.slack.errors import error_code, to_surface_error
 from adapters.surface import OutMessage, ThreadRef, TransientSurfaceError
 from adapters.view.status import STATES
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 SESSION_STATUS = {"starting": "processing", "running": "processing", "interrupted": "active", "waiting": "active",
                   "parked": "active", "died": "active", "done": "closed", "failed": "closed", "stopped": "closed"}
 _STATE_OF_LABEL = {label: state for state, (_icon, label) in STATES.items()}
-TITLE_MAX = 100
+TITLE_MAX = SLACK.session_title_max
 
 # Describe a run's thread for the session's creation: (title, initiator user id), or None.
 Describe = Callable[[ThreadRef], tuple[str, str] | None]

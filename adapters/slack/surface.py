@@ -27,11 +27,11 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.platform import SLACK, OutMessage, PermanentSurfaceError, PlatformLimits, PlatformSurface, ThreadRef
 from adapters.slack.blocks import render
 from adapters.slack.errors import is_code, slack_call
 from adapters.slack.sessions import AgentSessions
 from adapters.slack.text import mrkdwn_escape
-from adapters.surface import SLACK, OutMessage, PermanentSurfaceError, PlatformLimits, ThreadRef
 
 __all__ = ["REACTIONS", "SlackSurface"]
 
@@ -46,7 +46,7 @@ def receipt_state(msg: OutMessage) -> str:
     return "delivered" if msg.text.startswith("📬") else "queued"
 
 
-class SlackSurface:
+class SlackSurface(PlatformSurface):
     name = "slack"
     place = "Slack"  # how cards of a run shown in several places name this one ("answered by … on Slack")
 
@@ -62,7 +62,7 @@ class SlackSurface:
         self._provisional: set[ThreadRef] = set()  # threads whose root exists only while a start is decided
         self._told: dict[tuple[str, str], float] = {}
 
-    # ---- the Surface protocol ------------------------------------------------------------------
+    # ---- the Surface contract (all of it: place and direct too) --------------------------------
     async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
         if msg.kind == "receipt" and msg.origin:
             return await self._react(thread, msg)

@@ -23,16 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adapters.surface import OutMessage, PermanentSurfaceError, PlatformLimits, ThreadRef
+from adapters.platform import WEB, OutMessage, PermanentSurfaceError, PlatformSurface, ThreadRef
 
 __all__ = ["WEB", "WebSurface", "message_json"]
 
 log = logging.getLogger(__name__)
 
-# We are the platform: no rate limit worth the name, and long texts are fine in a browser. The
-# outbox still paces bursts (coalescing status edits), which keeps the page calm.
-WEB = PlatformLimits(text_max=20_000, post_per_s=50.0, post_burst=100, update_per_min=6000.0, update_burst=100,
-                     buttons_max=25, button_label_max=80, title_max=300, fields_max=25)
 NOTICES_KEPT = 20  # ephemeral lines a watcher holds until its page reads them
 
 _SCHEMA = """
@@ -64,7 +60,10 @@ class Watcher:
     notices: list[dict[str, str]] = field(default_factory=list)
 
 
-class WebSurface:
+class WebSurface(PlatformSurface):
+    """The web page's surface. `direct` is the fallback (None): the page has no direct messages, so a
+    question on a run started here waits on the page."""
+
     name = "web"
     place = "the web page"  # how cards of a run shown in several places name this one
     limits = WEB
@@ -115,7 +114,7 @@ class WebSurface:
         row = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread = ?", (str(thread),)).fetchone()
         return int(row[0])
 
-    # ---- the Surface protocol -------------------------------------------------------------------
+    # ---- the Surface contract ---------------------------------------------------------------------
     async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
         body = message_json(msg)
         try:

@@ -1,0 +1,102 @@
+"""The platform-neutral message model: where a message goes (`ThreadRef`) and what it says (`OutMessage`).
+
+The hub speaks only in `OutMessage`s addressed to a `ThreadRef`; each platform's surface turns one
+into its own message (Block Kit, an embed, a row of the web page's table). Nothing here knows a
+platform: a platform is only the first part of a `ThreadRef`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["BUTTON_STYLES", "KINDS", "TONES", "Button", "OutMessage", "ThreadRef"]
+
+
+@dataclass(frozen=True)
+class ThreadRef:
+    """Where a conversation lives: `platform:channel:thread` (thread may be empty for a channel root).
+
+    platform and channel must not contain ":"; the thread part may (everything after the second ":").
+    """
+
+    platform: str
+    channel: str
+    thread: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.platform or ":" in self.platform:
+            raise ValueError(f"ThreadRef platform must be non-empty without ':', got {self.platform!r}")
+        if not self.channel or ":" in self.channel:
+            raise ValueError(f"ThreadRef channel must be non-empty without ':', got {self.channel!r}")
+
+    def __str__(self) -> str:
+        return f"{self.platform}:{self.channel}:{self.thread}"
+
+    @classmethod
+    def parse(cls, s: str) -> ThreadRef:
+        parts = s.split(":", 2)
+        if len(parts) != 3:
+            raise ValueError(f"not a thread reference (want platform:channel:thread): {s!r}")
+        return cls(parts[0], parts[1], parts[2])
+
+
+BUTTON_STYLES = frozenset({"default", "primary", "danger"})
+
+
+@dataclass(frozen=True)
+class Button:
+    """An interactive button; `action_id` is an `adapters.ids` string (fl1:...)."""
+
+    label: str
+    action_id: str
+    style: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.style not in BUTTON_STYLES:
+            raise ValueError(f"button style must be one of {sorted(BUTTON_STYLES)}, got {self.style!r}")
+
+
+# status: the run's card, edited in place; prose: main-thread speech; ask: a question card;
+# receipt: inbox mail acknowledgement; notice: handoff/retry/error/reset lines; oracle: a side answer;
+# summary: the final card.
+KINDS = frozenset({"status", "prose", "ask", "receipt", "notice", "oracle", "summary"})
+# How a message should look where a platform can colour it (Discord embed colour, a Slack attachment
+# bar, a CSS class): "" neutral, "warning" (e.g. a run past 80% of its cost cap), "danger" (at it).
+TONES = frozenset({"", "warning", "danger"})
+
+
+@dataclass(frozen=True)
+class OutMessage:
+    """One logical message in a thread.
+
+    `key` is its identity inside the thread ("status", "ask:q1", "mail:m2", "prose:7", "summary").
+    Putting a message whose key was already posted edits that platform message when `replace` is
+    True, or posts a fresh one (the key then points at the new one) when False. `important`
+    messages (ask cards, the summary) are never dropped by the outbox. `origin` ties a receipt to
+    the person's message it acknowledges.
+    """
+
+    key: str
+    kind: str
+    text: str
+    title: str = ""
+    fields: list[tuple[str, str]] = field(default_factory=list)
+    buttons: list[Button] = field(default_factory=list)
+    important: bool = False
+    replace: bool = True
+    # The platform id of a person's message this one answers (an inbox receipt for that message):
+    # platforms that can may show it there (a reaction) instead of as a message of its own.
+    origin: str = ""
+    # A ThreadRef string: show this message in that thread only (a receipt where the mail was written),
+    # not in the run's other threads.
+    only_in: str = ""
+    # One of TONES: a colour hint platforms may map; the text stays complete without it.
+    tone: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise ValueError("OutMessage key must be non-empty")
+        if self.kind not in KINDS:
+            raise ValueError(f"OutMessage kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+        if self.tone not in TONES:
+            raise ValueError(f"OutMessage tone must be one of {sorted(TONES)}, got {self.tone!r}")
