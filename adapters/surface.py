@@ -9,13 +9,14 @@ from __future__ import annotations
 from adapters.platform.contract import PlatformSurface, Surface, as_platform
 from adapters.platform.errors import PermanentSurfaceError, StartRefused, SurfaceError, TransientSurfaceError
 from adapters.platform.limits import DISCORD, MEMORY, SLACK, PlatformLimits
-from adapters.platform.messages import BUTTON_STYLES, KINDS, TONES, Button, OutMessage, ThreadRef
+from adapters.platform.messages import BUTTON_STYLES, KINDS, RECEIPT_STATES, TONES, Button, OutMessage, ThreadRef
 
 __all__ = [
     "BUTTON_STYLES",
     "DISCORD",
     "KINDS",
     "MEMORY",
+    "RECEIPT_STATES",
     "SLACK",
     "TONES",
     "Button",

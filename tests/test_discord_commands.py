@@ -94,9 +94,11 @@ async def test_the_surface_posts_edits_reacts_and_maps_errors(discord_double: Di
     # Receipts on the person's own message: reactions, swapped when delivered.
     alice = d.person("Alice")
     own = await d.say(alice, thread.id, "also this")
-    rid = await surface.post(ref, OutMessage("mail:e:m1", "receipt", "📨 Queued for the agent", origin=str(own)))
+    rid = await surface.post(ref, OutMessage("mail:e:m1", "receipt", "📨 Queued for the agent", origin=str(own),
+                                          state="queued"))
     assert d.reactions_on(own) == ["📨"]
-    await surface.update(ref, rid, OutMessage("mail:e:m1", "receipt", "📬 Delivered to the agent", origin=str(own)))
+    await surface.update(ref, rid, OutMessage("mail:e:m1", "receipt", "📬 Delivered to the agent", origin=str(own),
+                                               state="delivered"))
     assert d.reactions_on(own) == ["📬"]
 
     # Errors: a long 429 comes back to the outbox with its retry_after; refusals are permanent.

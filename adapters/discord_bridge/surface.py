@@ -53,7 +53,7 @@ class DiscordSurface(PlatformSurface):
             await self.update(thread, thread.thread, msg)
             return thread.thread
         if msg.kind == "receipt" and msg.origin:
-            await self._receipt(thread, msg.origin, msg.text)
+            await self._receipt(thread, msg.origin, msg.state == "delivered")
             return REACTION_PREFIX + msg.origin
         rendered = render(msg, footer=self._footer(thread, msg))
         async with surface_errors(f"post {msg.key}"):
@@ -62,7 +62,7 @@ class DiscordSurface(PlatformSurface):
 
     async def update(self, thread: ThreadRef, message_id: str, msg: OutMessage) -> None:
         if message_id.startswith(REACTION_PREFIX):
-            await self._receipt(thread, message_id.removeprefix(REACTION_PREFIX), msg.text)
+            await self._receipt(thread, message_id.removeprefix(REACTION_PREFIX), msg.state == "delivered")
             return
         where = thread.channel if message_id == thread.thread or not thread.thread else thread.thread
         rendered = render(msg, footer=self._footer(thread, msg))
@@ -111,8 +111,7 @@ class DiscordSurface(PlatformSurface):
             log.debug("status footer for %s failed: %r", thread, exc)
             return ""
 
-    async def _receipt(self, thread: ThreadRef, origin: str, text: str) -> None:
-        delivered = text.startswith(DELIVERED)
+    async def _receipt(self, thread: ThreadRef, origin: str, delivered: bool) -> None:
         async with surface_errors(f"reaction on {origin}"):
             if not origin.isdigit():
                 raise PermanentSurfaceError(f"not a Discord message id: {origin!r}")

@@ -137,6 +137,5 @@ class CardBook:
                     self.store.save_ask_message(run_id, card_id, message_id, rec.question, rec.options)
             elif msg.kind == "receipt":
                 mail_id = msg.key.rsplit(":", 1)[-1]
-                self.store.save_receipt(run_id, mail_id, message_id,
-                                        "delivered" if msg.text.startswith("📬") else "queued")
+                self.store.save_receipt(run_id, mail_id, message_id, msg.state or "queued")
         return sent

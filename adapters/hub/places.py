@@ -1,8 +1,8 @@
 """Places: the platforms a hub speaks through, by name — and what each can do beyond posting.
 
-The hub never learns a platform type: it asks Places. Optional surface abilities (naming the place
-on cards, opening a direct message) are read here, each with its fallback, so no other hub module
-looks a surface member up by name.
+The hub never learns a platform type: it asks Places. A surface's optional members (naming the place
+on cards, opening a direct message: adapters/platform/contract.py) are used here, with their fallbacks
+for a bare surface (`as_platform`).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
+from adapters.platform import as_platform, provides
 from adapters.surface import Surface, SurfaceError, ThreadRef
 
 log = logging.getLogger(__name__)
@@ -32,18 +33,16 @@ class Places:
     def name(self, thread: ThreadRef) -> str:
         """How cards name the place a thread is in ("Slack", "the web page"); the platform's id by default."""
         surface = self.surfaces.get(thread.platform)
-        return str(getattr(surface, "place", "") or thread.platform)
+        return as_platform(surface).place if surface is not None else thread.platform
 
     def can_dm(self, platform: str) -> bool:
-        return getattr(self.surfaces.get(platform), "direct", None) is not None
+        surface = self.surfaces.get(platform)
+        return surface is not None and provides(surface, "direct")
 
     async def direct(self, platform: str, user: str) -> ThreadRef | None:
         """A thread only `user` sees, where their platform can open one (None: it cannot)."""
-        direct = getattr(self.surfaces.get(platform), "direct", None)
-        if direct is None:
-            return None
-        thread: ThreadRef | None = await direct(user)
-        return thread
+        surface = self.surfaces.get(platform)
+        return await as_platform(surface).direct(user) if surface is not None else None
 
     async def tell(self, thread: ThreadRef, user: str, text: str) -> None:
         """Say something to one person alone (ephemerally); a failure costs only that line."""

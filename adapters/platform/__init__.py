@@ -26,7 +26,7 @@ from adapters.platform.limits import (
     SlackLimits,
     WebLimits,
 )
-from adapters.platform.messages import BUTTON_STYLES, KINDS, TONES, Button, OutMessage, ThreadRef
+from adapters.platform.messages import BUTTON_STYLES, KINDS, RECEIPT_STATES, TONES, Button, OutMessage, ThreadRef
 
 __all__ = [
     "BUTTON_STYLES",
@@ -35,6 +35,7 @@ __all__ = [
     "KINDS",
     "MEMORY",
     "OPTIONAL_MEMBERS",
+    "RECEIPT_STATES",
     "SLACK",
     "TONES",
     "WEB",

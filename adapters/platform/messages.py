@@ -63,6 +63,8 @@ KINDS = frozenset({"status", "prose", "ask", "receipt", "notice", "oracle", "sum
 # How a message should look where a platform can colour it (Discord embed colour, a Slack attachment
 # bar, a CSS class): "" neutral, "warning" (e.g. a run past 80% of its cost cap), "danger" (at it).
 TONES = frozenset({"", "warning", "danger"})
+# Inbox mail: queued (the agent reads it at its next check), then delivered (it has read it).
+RECEIPT_STATES = frozenset({"", "queued", "delivered"})
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ class OutMessage:
     only_in: str = ""
     # One of TONES: a colour hint platforms may map; the text stays complete without it.
     tone: str = ""
+    # A receipt's state, one of RECEIPT_STATES ("" for other kinds): platforms show it without reading the text.
+    state: str = ""
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -100,3 +104,5 @@ class OutMessage:
             raise ValueError(f"OutMessage kind must be one of {sorted(KINDS)}, got {self.kind!r}")
         if self.tone not in TONES:
             raise ValueError(f"OutMessage tone must be one of {sorted(TONES)}, got {self.tone!r}")
+        if self.state not in RECEIPT_STATES:
+            raise ValueError(f"OutMessage state must be one of {sorted(RECEIPT_STATES)}, got {self.state!r}")

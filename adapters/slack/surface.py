@@ -43,7 +43,7 @@ _RECENT_S = 10.0  # how long a notice counts as "just told" (see told_recently)
 
 
 def receipt_state(msg: OutMessage) -> str:
-    return "delivered" if msg.text.startswith("📬") else "queued"
+    return msg.state or "queued"
 
 
 class SlackSurface(PlatformSurface):

@@ -22,7 +22,7 @@ def receipt(key: str, text: str, state: str, *, by: str = "", amended: bool = Fa
         head = f"📨 Queued for the agent{sender} — it reads its inbox at the next checkpoint"
     tail = "\n(also added to the brief)" if amended else ""
     return OutMessage(key, "receipt", f"{head}: {fmt.quote(text, 500)}{tail}", replace=True, origin=origin,
-                      only_in=only_in)
+                      only_in=only_in, state="delivered" if state == "delivered" else "queued")
 
 
 def handoff(key: str, p: dict[str, Any], text: str, window: int) -> OutMessage:
