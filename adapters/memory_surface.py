@@ -21,11 +21,11 @@ from adapters.platform import (
     TransientSurfaceError,
 )
 
-__all__ = ["Call", "MemorySurface", "Posted"]
+__all__ = ["MemorySurface", "Posted", "SurfaceCall"]
 
 
 @dataclass(frozen=True)
-class Call:
+class SurfaceCall:
     op: str  # post / update / notify
     thread: ThreadRef
     message_id: str = ""
@@ -48,11 +48,11 @@ class MemorySurface(PlatformSurface):
     limits: PlatformLimits = MEMORY
     record: bool = True  # False: no call log (long benches)
     keep: bool = True  # False: no message contents either, only counters (memory benches)
-    calls: list[Call] = field(default_factory=list)
+    calls: list[SurfaceCall] = field(default_factory=list)
     messages: dict[str, Posted] = field(default_factory=dict)
-    notices: list[Call] = field(default_factory=list)
+    notices: list[SurfaceCall] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: {"post": 0, "update": 0, "notify": 0, "failed": 0})
-    on_call: Callable[[Call], None] | None = None
+    on_call: Callable[[SurfaceCall], None] | None = None
     dm: bool = False  # True: direct() opens a DM thread per user, as Slack and Discord do
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _storm: int = 0
@@ -69,7 +69,7 @@ class MemorySurface(PlatformSurface):
             self.counts["failed"] += 1
             raise TransientSurfaceError("429 Too Many Requests (simulated)", retry_after=self._storm_retry_after)
 
-    def _note(self, call: Call) -> None:
+    def _note(self, call: SurfaceCall) -> None:
         if self.record:
             self.calls.append(call)
         if self.on_call is not None:
@@ -82,7 +82,7 @@ class MemorySurface(PlatformSurface):
         if self.keep:
             self.messages[mid] = Posted(mid, thread, msg)
         self.counts["post"] += 1
-        self._note(Call("post", thread, mid, msg))
+        self._note(SurfaceCall("post", thread, mid, msg))
         return mid
 
     async def update(self, thread: ThreadRef, message_id: str, msg: OutMessage) -> None:
@@ -93,10 +93,10 @@ class MemorySurface(PlatformSurface):
                 raise PermanentSurfaceError(f"message {message_id} not found in {thread}")
             posted.msg, posted.versions = msg, posted.versions + 1
         self.counts["update"] += 1
-        self._note(Call("update", thread, message_id, msg))
+        self._note(SurfaceCall("update", thread, message_id, msg))
 
     async def notify(self, thread: ThreadRef, user: str, text: str) -> None:
-        call = Call("notify", thread, user=user, text=text)
+        call = SurfaceCall("notify", thread, user=user, text=text)
         self.counts["notify"] += 1
         self.notices.append(call)
         self._note(call)

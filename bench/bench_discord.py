@@ -31,12 +31,12 @@ from adapters.discord_bridge.surface import DiscordSurface
 from adapters.hub import Hub, HubSettings, RunPlan
 from adapters.hub.fanout import Fanout, Target
 from adapters.hub.pipe import RunPipe
-from adapters.memory_surface import Call, MemorySurface
+from adapters.memory_surface import MemorySurface, SurfaceCall
 from adapters.outbox import Outbox
 from adapters.state import MemoryStateStore
 from adapters.surface import DISCORD, ThreadRef
 from adapters.transport.engine import EngineKit
-from adapters.view import Outcome, RunView, ViewConfig
+from adapters.view import RunOutcome, RunView, ViewConfig
 from bench.bench_hub import Mix, SimLoop, _SimSelector, stream
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
@@ -89,7 +89,7 @@ async def bare(n: int, tmp: Path) -> Trips:
         hub.taps.append(_marker(marks))
         tasks: set[asyncio.Task[Any]] = set()
 
-        def on_call(call: Call) -> None:  # a person answers the moment the card is shown
+        def on_call(call: SurfaceCall) -> None:  # a person answers the moment the card is shown
             if call.op == "post" and call.msg is not None and call.msg.kind == "ask" and call.msg.buttons:
                 t = asyncio.get_running_loop().create_task(
                     hub.handle_action(call.msg.buttons[0].action_id, "ana", delivery_id=call.message_id))
@@ -196,7 +196,7 @@ async def rest_calls(n: int) -> dict[str, Any]:
         pipe.on_event(ev)
     fed = sum(mix.counts.values())
     mix.seconds = loop.time() - started
-    pipe.put(view.finish(Outcome("done", result="All done.", cost_usd=1.23, duration_s=mix.seconds, steps=3)))
+    pipe.put(view.finish(RunOutcome("done", result="All done.", cost_usd=1.23, duration_s=mix.seconds, steps=3)))
     await pipe.close()
     calls = d.calls[before:]
     texts = [d.text(m) for m in d.bot_messages(starter.id)] + [d.text(d.messages[starter.id])]

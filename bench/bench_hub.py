@@ -30,7 +30,7 @@ from adapters.hub.pipe import RunPipe
 from adapters.memory_surface import MemorySurface
 from adapters.outbox import Outbox
 from adapters.surface import SLACK, OutMessage, ThreadRef
-from adapters.view import Outcome, RunView
+from adapters.view import RunOutcome, RunView
 from flower_core import Event
 
 THREAD = ThreadRef("slack", "C1", "1700000000.000100")
@@ -220,7 +220,7 @@ async def calls_and_costs(n: int, pace: float = 1.0) -> dict[str, Any]:
         await naive.post(THREAD, naive_render(ev))
     fed = sum(mix.counts.values())
     mix.seconds = loop.time() - started
-    pipe.put(view.finish(Outcome("done", result="All done.", cost_usd=1.23, duration_s=mix.seconds, steps=3)))
+    pipe.put(view.finish(RunOutcome("done", result="All done.", cost_usd=1.23, duration_s=mix.seconds, steps=3)))
     await pipe.close()
     return {"surface": surface, "naive": naive, "mix": mix, "fed": fed, "costs": costs, "noop": noop_costs,
             "outbox": pipe.fanout.stats, "view_errors": view.errors}

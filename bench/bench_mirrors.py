@@ -21,7 +21,7 @@ from adapters.memory_surface import MemorySurface
 from adapters.outbox import Outbox
 from adapters.ratelimit import RateBudget
 from adapters.surface import SLACK, ThreadRef
-from adapters.view import Outcome, RunView
+from adapters.view import RunOutcome, RunView
 from bench.bench_hub import Mix, check_loss, pct, run_sim, stream
 
 PLACES = (1, 3, 10)
@@ -48,7 +48,7 @@ async def fan(n_events: int, places: int) -> dict[str, Any]:
         t0 = perf()
         pipe.on_event(ev)
         costs.append(perf() - t0)
-    pipe.put(view.finish(Outcome("done", result="All done.", cost_usd=1.0, duration_s=1.0, steps=3)))
+    pipe.put(view.finish(RunOutcome("done", result="All done.", cost_usd=1.0, duration_s=1.0, steps=3)))
     await pipe.close()
     fed = sum(mix.counts.values())
     calls = [s.platform_calls for s in surfaces]

@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     "normalize": "flower_core.events",
     "json_safe": "flower_core.events",
     "Ask": "flower_core.human",
+    "AskState": "flower_core.human",
     "Mail": "flower_core.human",
     "HumanChannel": "flower_core.human",
     "AgentSpec": "flower_core.spec",
@@ -47,7 +48,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "EVENT_KINDS", "AgentSpec", "Ask", "Budget", "BudgetError", "Event", "EventKind", "HandoffPolicy",
+    "EVENT_KINDS", "AgentSpec", "Ask", "AskState", "Budget", "BudgetError", "Event", "EventKind", "HandoffPolicy",
     "HumanChannel", "Lineage", "Mail", "Manifest", "ModelDouble", "Oracle", "ParkPolicy", "RedisSessionStore",
     "Resilience", "Runtime", "SQLiteSessionStore", "Step", "StepAbort", "StepResult", "Workbench", "Workflow",
     "build_options", "classify", "cli_env", "default_window", "has_credentials", "json_safe", "load_scenario",
@@ -57,7 +58,7 @@ __all__ = [
 if TYPE_CHECKING:
     from flower_core.devmodel import ModelDouble, cli_env, load_scenario
     from flower_core.events import EVENT_KINDS, Event, EventKind, json_safe, normalize
-    from flower_core.human import Ask, HumanChannel, Mail
+    from flower_core.human import Ask, AskState, HumanChannel, Mail
     from flower_core.lineage import Lineage
     from flower_core.manifest import Manifest
     from flower_core.oracle import Oracle

@@ -87,7 +87,7 @@ class Step:
 
 
 @dataclass
-class RunState:
+class WorkflowRun:
     """What a gate or ``when`` may need while a workflow runs (see ``current_run()``)."""
 
     workflow: Workflow
@@ -96,10 +96,10 @@ class RunState:
     wake: int
 
 
-_CURRENT: contextvars.ContextVar[RunState] = contextvars.ContextVar("flower_workflow_run")
+_CURRENT: contextvars.ContextVar[WorkflowRun] = contextvars.ContextVar("flower_workflow_run")
 
 
-def current_run() -> RunState:
+def current_run() -> WorkflowRun:
     """The running workflow's state; for gates that dispatch an agent of their own (a judge).
 
     Raises LookupError outside ``Workflow.run``.
@@ -156,7 +156,7 @@ class Workflow:
             woken = {n: sid for n, sid in lineage.steps.items() if _alive(runtime, sid)}
         else:
             self.wake += 1
-        token = _CURRENT.set(RunState(self, runtime, on_event, self.wake))
+        token = _CURRENT.set(WorkflowRun(self, runtime, on_event, self.wake))
         try:
             total = len(self.steps)
             for index, step in enumerate(self.steps, start=1):

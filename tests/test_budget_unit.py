@@ -14,25 +14,25 @@ from adapters.view.asks import AskCard, render
 from adapters.view.status import StatusCard
 from adapters.view.status import render as render_status
 from flower_core import Budget, BudgetError, Event, HumanChannel
-from flower_core.runtime.budget import REFUSED, Decision, Limit, decide
+from flower_core.runtime.budget import REFUSED, BudgetDecision, Limit, decide
 
 
 @pytest.mark.parametrize(("answer", "expected"), [
-    ("+$5", Decision(False, 5.0)),
-    ("+$20", Decision(False, 20.0)),
-    ("Stop", Decision(True, why="stop", words="Stop")),
-    ("stop it now", Decision(True, why="stop", words="stop it now")),
-    ("no, that's enough", Decision(True, why="stop", words="no, that's enough")),
-    ("7", Decision(False, 7.0)),
-    ("$2.50", Decision(False, 2.5)),
-    ("+3", Decision(False, 3.0)),
-    ("continue but wrap up within $2", Decision(False, 2.0, words="continue but wrap up within $2")),
-    ("give it 3 dollars more", Decision(False, 3.0, words="give it 3 dollars more")),
-    ("keep going, finish the tests", Decision(False, 5.0, words="keep going, finish the tests")),
-    ("", Decision(True, why="empty")),
-    ("$0", Decision(True, why="stop")),
+    ("+$5", BudgetDecision(False, 5.0)),
+    ("+$20", BudgetDecision(False, 20.0)),
+    ("Stop", BudgetDecision(True, why="stop", words="Stop")),
+    ("stop it now", BudgetDecision(True, why="stop", words="stop it now")),
+    ("no, that's enough", BudgetDecision(True, why="stop", words="no, that's enough")),
+    ("7", BudgetDecision(False, 7.0)),
+    ("$2.50", BudgetDecision(False, 2.5)),
+    ("+3", BudgetDecision(False, 3.0)),
+    ("continue but wrap up within $2", BudgetDecision(False, 2.0, words="continue but wrap up within $2")),
+    ("give it 3 dollars more", BudgetDecision(False, 3.0, words="give it 3 dollars more")),
+    ("keep going, finish the tests", BudgetDecision(False, 5.0, words="keep going, finish the tests")),
+    ("", BudgetDecision(True, why="empty")),
+    ("$0", BudgetDecision(True, why="stop")),
 ])
-def test_reading_the_owners_answer(answer: str, expected: Decision) -> None:
+def test_reading_the_owners_answer(answer: str, expected: BudgetDecision) -> None:
     assert decide(answer, (5.0, 20.0)) == expected
 
 

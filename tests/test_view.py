@@ -6,7 +6,7 @@ from typing import Any
 
 from adapters.ids import decode
 from adapters.surface import OutMessage
-from adapters.view import AskCard, Outcome, RunView, ViewConfig
+from adapters.view import AskCard, RunOutcome, RunView, ViewConfig
 from flower_core import Event
 
 
@@ -183,7 +183,7 @@ def test_finish_closes_open_cards_and_posts_an_important_summary() -> None:
     v.on_event(asked("q1", "Still there?", ["yes"]))
     v.on_event(Event("text", "All done.", payload={"subagent": False}))
     clock.t += 125
-    out = v.finish(Outcome("failed", result="partial", cost_usd=0.5, duration_s=125, failed_at="work", steps=3))
+    out = v.finish(RunOutcome("failed", result="partial", cost_usd=0.5, duration_s=125, failed_at="work", steps=3))
     assert kinds(out) == ["prose", "ask", "status", "summary"]
     assert "Closed" in out[1].title and not out[1].buttons
     assert out[2].buttons == [] and "Failed" in out[2].title

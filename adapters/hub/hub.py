@@ -46,7 +46,7 @@ from adapters.hub.runs import LiveRun, RunOptions
 from adapters.hub.settings import HubSettings
 from adapters.hub.wake import Restarts
 from adapters.people import People
-from adapters.state import RunRecord, StateStore
+from adapters.state import RunRecord, RunStatus, StateStore
 from adapters.surface import Surface, ThreadRef
 from adapters.transport import LocalTransport, Transport
 from adapters.transport.engine import EngineKit
@@ -129,14 +129,14 @@ class Hub:
         options, over = options.within(self.settings.budget_ceilings.get(channel), default=self.settings.budget_usd)
         if over is not None:
             return await self.refuse(thread, user, over)
-        record = self.store.save_run(RunRecord(run_id, thread, user, task.strip(), "starting", str(workspace),
+        record = self.store.save_run(RunRecord(run_id, thread, user, task.strip(), RunStatus.STARTING, str(workspace),
                                                str(run_dir)))
         self.store.bind_thread(thread, run_id)
         try:
             options.save(run_dir)
             self.launcher.launch(record, waking=False)
         except Exception as exc:  # the factory refused (bad task, unreadable workspace...)
-            self.store.set_run_status(run_id, "failed")
+            self.store.set_run_status(run_id, RunStatus.FAILED)
             return await self.refuse(thread, user, f"Could not start the run: {exc}", run_id)
         if self.transport.remote:
             self._chores.spawn(self._say_if_queued(run_id))
@@ -197,8 +197,8 @@ class Hub:
         live = self.book.live.get(run_id)
         if live is not None and await live.stop(user):
             return IntentResult(True, f"Stopping run {run_id}.", run_id)
-        if record.status in ("died", "parked"):  # asleep since a restart: stopping means "do not wake it"
-            self.store.set_run_status(run_id, "stopped")
+        if record.status in (RunStatus.DIED, RunStatus.PARKED):  # asleep since a restart: "do not wake it"
+            self.store.set_run_status(run_id, RunStatus.STOPPED)
             return IntentResult(True, f"Run {run_id} will not be woken.", run_id)
         return await self.refuse(record.thread, user, self._not_running(record), run_id)
 
@@ -437,7 +437,7 @@ class Hub:
 
     @staticmethod
     def _not_running(record: RunRecord) -> str:
-        if record.status == "died":
+        if record.status == RunStatus.DIED:
             return f"Run {record.run_id} stopped when the bot restarted; wake it first."
         return f"Run {record.run_id} is not running ({record.status})."
 

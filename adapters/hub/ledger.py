@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flower_core import AskState
+
 log = logging.getLogger(__name__)
 
 
@@ -34,7 +36,7 @@ class CardRecord:
     card_id: str
     question: str
     options: list[str] = field(default_factory=list)
-    state: str = "asked"
+    state: AskState = AskState.ASKED
     by: str = ""
     answer: str = ""
     held: str | None = None  # the answer being given (durable in the run's intent log): one at a time
@@ -50,6 +52,7 @@ class CardLedger:
             names = {f.name for f in dataclasses.fields(CardRecord)}
             for item in raw.get("cards", []):
                 rec = CardRecord(**{k: v for k, v in item.items() if k in names})
+                rec.state = AskState(rec.state)
                 self.cards[rec.card_id] = rec
         except FileNotFoundError:
             pass
@@ -63,7 +66,7 @@ class CardLedger:
         rec = self.cards.get(card_id)
         if rec is None:
             rec = self.cards[card_id] = CardRecord(card_id, question, list(options))
-        rec.state = "asked"
+        rec.state = AskState.ASKED
         self._save()
         return rec
 
@@ -71,7 +74,7 @@ class CardLedger:
         rec = self.cards.get(card_id)
         if rec is None:
             return
-        rec.state, rec.by, rec.answer = state, by or rec.by, answer
+        rec.state, rec.by, rec.answer = AskState(state), by or rec.by, answer
         rec.held, rec.held_by = None, ""
         self._save()
 
@@ -89,7 +92,7 @@ class CardLedger:
             self._save()
 
     def open_cards(self) -> list[CardRecord]:
-        return [r for r in self.cards.values() if r.state == "asked"]
+        return [r for r in self.cards.values() if r.state == AskState.ASKED]
 
     def match(self, question: str, before_gen: int) -> CardRecord | None:
         """An open card from an earlier wake that asked the same question (held answers first)."""

@@ -17,23 +17,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Reply", "parse_reply"]
+__all__ = ["ParsedReply", "parse_reply"]
 
 _KEYED = re.compile(r"^\s*(?P<key>[qQ][0-9]{1,4})\s*[:：\-–—]\s*(?P<text>.*)\Z", re.DOTALL)
 
 
 @dataclass(frozen=True)
-class Reply:
+class ParsedReply:
     kind: str  # "oracle" | "answer" | "mail"
     text: str
     key: str = ""  # the ask key ("q2") when kind == "answer" by prefix
 
 
-def parse_reply(text: str) -> Reply:
+def parse_reply(text: str) -> ParsedReply:
     stripped = text.strip()
     if stripped.startswith("?") and len(stripped) > 1:
-        return Reply("oracle", stripped[1:].strip())
+        return ParsedReply("oracle", stripped[1:].strip())
     m = _KEYED.match(stripped)
     if m and m.group("text").strip():
-        return Reply("answer", m.group("text").strip(), m.group("key").lower())
-    return Reply("mail", stripped)
+        return ParsedReply("answer", m.group("text").strip(), m.group("key").lower())
+    return ParsedReply("mail", stripped)

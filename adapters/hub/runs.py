@@ -24,11 +24,11 @@ from adapters.hub.options import RunOptions
 from adapters.hub.pipe import RunPipe
 from adapters.hub.results import IntentResult
 from adapters.state import StateStore
-from adapters.state.base import RunRecord
+from adapters.state.base import RunRecord, RunStatus
 from adapters.transport.base import RunEnd, RunSide, Undelivered
-from adapters.transport.intents import Intent, Op, Reply
+from adapters.transport.intents import Intent, IntentReply, Op
 from adapters.transport.plan import RunFactory, RunPlan, default_factory
-from adapters.view import AskCard, Outcome
+from adapters.view import AskCard, RunOutcome
 from adapters.view import fmt as _fmt
 from flower_core import Event
 
@@ -37,8 +37,9 @@ __all__ = ["KEPT", "REASKED", "LiveRun", "RunFactory", "RunOptions", "RunPlan", 
 log = logging.getLogger(__name__)
 
 # view state -> the run status kept in the store
-_STORE_STATUS = {"starting": "starting", "running": "running", "interrupted": "running", "waiting": "waiting",
-                 "done": "done", "failed": "failed", "stopped": "stopped", "died": "died", "parked": "parked"}
+_STORE_STATUS = {"starting": RunStatus.STARTING, "running": RunStatus.RUNNING, "interrupted": RunStatus.RUNNING,
+                 "waiting": RunStatus.WAITING, "done": RunStatus.DONE, "failed": RunStatus.FAILED,
+                 "stopped": RunStatus.STOPPED, "died": RunStatus.DIED, "parked": RunStatus.PARKED}
 REASKED = "Asked again after the run was woken."
 KEPT = "Still open after a restart: the run is waiting for this answer."
 MOVED = ("Your answer is kept: the run moved to another worker, which gets it when it asks this again (or in "
@@ -62,7 +63,7 @@ class LiveRun:
         self.successor: LiveRun | None = None  # who shows the run after a takeover
         self.waking, self.has_oracle = waking, has_oracle
         self.side: RunSide | None = None
-        self.outcome: Outcome | None = None
+        self.outcome: RunOutcome | None = None
         self.finished = asyncio.Event()
         self._clock, self._on_end, self._on_ask, self._on_handover = clock, on_end, on_ask, on_handover
         self._started = clock()
@@ -76,7 +77,7 @@ class LiveRun:
         self._reused: set[str] = set()
         # A run brought back after a restart, or followed again by a restarted front: its woken steps pass
         # quietly until the run does something new (it parks again, or a step starts a CLI).
-        self._restoring = restoring or record.status == "parked"
+        self._restoring = restoring or record.status == RunStatus.PARKED
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def start(self, side: RunSide) -> None:
@@ -129,8 +130,9 @@ class LiveRun:
                 return  # the bot is going away (or the run moved): its cards stay open
             self._settle_old_cards(final=True)
             cost = end.cost_usd or self.view.status_card.cost_usd
-            self.outcome = Outcome(end.state, result=end.text, cost_usd=cost, duration_s=self._clock() - self._started,
-                                   failed_at=end.failed_at, error=end.error, by=self._stopped_by, steps=end.steps)
+            self.outcome = RunOutcome(end.state, result=end.text, cost_usd=cost,
+                                      duration_s=self._clock() - self._started, failed_at=end.failed_at,
+                                      error=end.error, by=self._stopped_by, steps=end.steps)
             self.pipe.put(self.view.finish(self.outcome))
             self._set_status(end.state)
         finally:
@@ -233,13 +235,13 @@ class LiveRun:
                     note="The run went on without asking this again.")))
 
     def _set_status(self, view_state: str) -> None:
-        status = _STORE_STATUS.get(view_state, view_state)
+        status = _STORE_STATUS.get(view_state, RunStatus.of(view_state))
         if status != self._status:
             self._status = status
             self.store.set_run_status(self.run_id, status)
 
     # ---- intents (access already checked by the hub) -------------------------------------------
-    async def _submit(self, intent: Intent) -> Reply:
+    async def _submit(self, intent: Intent) -> IntentReply:
         if self.side is None:
             raise Undelivered("this run has no run side")
         return await self.side.submit(intent)

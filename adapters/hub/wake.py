@@ -29,7 +29,7 @@ from adapters.hub.ledger import CardLedger
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.outboxes import Outboxes
 from adapters.hub.results import IntentResult
-from adapters.state import RunRecord, StateStore
+from adapters.state import LIVE_STATUSES, RunRecord, RunStatus, StateStore
 from adapters.surface import ThreadRef
 from adapters.transport import Transport
 from adapters.transport.intents import Intent, Op
@@ -37,8 +37,7 @@ from adapters.view import AskCard, RunView, ViewConfig
 
 log = logging.getLogger(__name__)
 
-LIVE_STATUSES = ("starting", "running", "waiting")
-ASLEEP = ("died", "parked")
+ASLEEP = frozenset({RunStatus.DIED, RunStatus.PARKED})
 BACK = "🔁 The bot restarted; the run picks up where it was (finished steps are not redone)."
 Refuse = Callable[[ThreadRef, str, str, str], Awaitable[IntentResult]]  # (thread, user, reason, run_id)
 
@@ -55,18 +54,18 @@ class Restarts:
         """Bring back what the last process left; returns the runs that could not come back."""
         died: list[str] = []
         for record in self.store.list_runs():
-            if record.status not in (*LIVE_STATUSES, *ASLEEP) or self.book.is_live(record.run_id):
+            if record.status not in LIVE_STATUSES | ASLEEP or self.book.is_live(record.run_id):
                 continue
-            if record.status == "died" and not self.wake_on_start:
+            if record.status == RunStatus.DIED and not self.wake_on_start:
                 continue  # left asleep by an earlier process: only a person wakes it
             if self.transport.remote and self._follow_again(record):
                 continue  # it never stopped: it is on a worker
             why = ""
-            if self.wake_on_start or record.status == "parked":
+            if self.wake_on_start or record.status == RunStatus.PARKED:
                 why = self._bring_back(record)
                 if not why:
                     continue
-            self.store.set_run_status(record.run_id, "died")
+            self.store.set_run_status(record.run_id, RunStatus.DIED)
             died.append(record.run_id)
             try:
                 await self._report_death(record, why)
@@ -85,7 +84,7 @@ class Restarts:
 
     def _bring_back(self, record: RunRecord) -> str:
         """Relaunch a run in this process where it was; "" on success, else why it could not come back."""
-        parked = record.status == "parked"
+        parked = record.status == RunStatus.PARKED
         try:
             live = self.launcher.launch(record, waking=True, restoring=True)
         except Exception as exc:
@@ -113,14 +112,14 @@ class Restarts:
         run_id = record.run_id
         if self.book.is_live(run_id):
             return await self.refuse(record.thread, user, f"Run {run_id} is already running.", run_id)
-        if record.status == "done" and not remark.strip():
+        if record.status == RunStatus.DONE and not remark.strip():
             return await self.refuse(record.thread, user, f"Run {run_id} finished; wake it with what to do next.",
                                      run_id)
         if (full := self.admission.over_limit()) is not None:
             return await self.refuse(record.thread, user, full, run_id)
         if (busy := self.admission.busy(Path(record.workspace))) is not None:
             return await self.refuse(record.thread, user, f"The workspace is busy with run {busy}.", run_id)
-        self.store.set_run_status(run_id, "starting")
+        self.store.set_run_status(run_id, RunStatus.STARTING)
         try:
             live = self.launcher.launch(record, waking=True, remark=remark.strip())
         except Exception as exc:

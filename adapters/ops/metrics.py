@@ -30,6 +30,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from adapters.ops.procs import cli_children
 from adapters.surface import OutMessage, Surface, ThreadRef, TransientSurfaceError
 from adapters.transport.engine import EngineKit, RunEngine
+from adapters.transport.intents import RunLog
 from flower_core import Event
 
 if TYPE_CHECKING:
@@ -257,8 +258,8 @@ class CountedKit(EngineKit):
 
     count: Callable[[Event], None] | None = None
 
-    def build(self, run_id: str, plan: RunPlan, sink: RunSink) -> RunEngine:
-        return super().build(run_id, plan, sink if self.count is None else _CountingSink(sink, self.count))
+    def build(self, run_id: str, plan: RunPlan, sink: RunSink, *, log: RunLog | None = None) -> RunEngine:
+        return super().build(run_id, plan, sink if self.count is None else _CountingSink(sink, self.count), log=log)
 
 
 class _CountingSink:

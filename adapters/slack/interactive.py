@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 
 SHORTCUT_CALLBACK = "flower_interrupt"
 UNFOLLOW_CALLBACK = "flower_unfollow"
-NEEDS_WORDS = {"txt": "answer", "orc": "answer", "int": "send"}  # verb -> the access check it needs
+# verb -> the access check it needs
+NEEDS_WORDS: dict[str, Literal["answer", "send"]] = {"txt": "answer", "orc": "answer", "int": "send"}
 Ack = Callable[..., Awaitable[Any]]
 NOT_MINE = "That button is not one of mine (or comes from an older version of the bot)."
 

@@ -2,11 +2,13 @@
 
 from adapters.state.base import (
     DEFAULT_DEDUPE_TTL_S,
+    LIVE_STATUSES,
     AskMessage,
     ChannelPolicy,
     Mirror,
     Receipt,
     RunRecord,
+    RunStatus,
     StateStore,
 )
 from adapters.state.memory import MemoryStateStore
@@ -14,12 +16,14 @@ from adapters.state.sqlite import SQLiteStateStore
 
 __all__ = [
     "DEFAULT_DEDUPE_TTL_S",
+    "LIVE_STATUSES",
     "AskMessage",
     "ChannelPolicy",
     "MemoryStateStore",
     "Mirror",
     "Receipt",
     "RunRecord",
+    "RunStatus",
     "SQLiteStateStore",
     "StateStore",
 ]

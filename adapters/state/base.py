@@ -7,26 +7,51 @@ Calls are synchronous and short (local SQLite or memory), so they are safe from 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from adapters.surface import ThreadRef
 
-__all__ = ["DEFAULT_DEDUPE_TTL_S", "AskMessage", "ChannelPolicy", "Mirror", "Receipt", "RunRecord", "StateStore"]
+__all__ = ["DEFAULT_DEDUPE_TTL_S", "LIVE_STATUSES", "AskMessage", "ChannelPolicy", "Mirror", "Receipt", "RunRecord",
+           "RunStatus", "StateStore"]
 
 # Slack redelivers events for ~5 minutes; keep dedupe keys for longer than that.
 DEFAULT_DEDUPE_TTL_S = 900.0
 
 
+class RunStatus(StrEnum):
+    """Where a run is, as the store (and the HTTP API) says it. The first four are live."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    WAITING = "waiting"  # on a person's answer, its CLI still up
+    PARKED = "parked"  # on a person's answer, no CLI (it survives a restart as it is)
+    DONE = "done"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    DIED = "died"  # the process went away under it and it could not come back by itself
+
+    @classmethod
+    def of(cls, value: str) -> RunStatus | str:
+        """A stored value as a status; an unknown one (written by a newer version) stays as it is."""
+        try:
+            return cls(value)
+        except ValueError:
+            return value
+
+
+LIVE_STATUSES = frozenset({RunStatus.STARTING, RunStatus.RUNNING, RunStatus.WAITING, RunStatus.PARKED})
+
+
 @dataclass(frozen=True)
 class RunRecord:
-    """A run as the bridge knows it. Status is free text; the hub uses starting/running/waiting/
-    done/failed/stopped. Timestamps are epoch seconds; 0 means "fill in on save"."""
+    """A run as the bridge knows it. Timestamps are epoch seconds; 0 means "fill in on save"."""
 
     run_id: str
     thread: ThreadRef
     owner: str
     task: str
-    status: str = "starting"
+    status: RunStatus | str = RunStatus.STARTING
     workspace: str = ""
     run_dir: str = ""
     created_at: float = 0.0
@@ -93,7 +118,7 @@ class StateStore(Protocol):
     def save_run(self, run: RunRecord) -> RunRecord: ...
     def get_run(self, run_id: str) -> RunRecord | None: ...
     def list_runs(self, status: str | None = None) -> list[RunRecord]: ...
-    def set_run_status(self, run_id: str, status: str) -> bool: ...
+    def set_run_status(self, run_id: str, status: RunStatus | str) -> bool: ...
 
     # ask cards
     def save_ask_message(self, run_id: str, ask_id: str, message_id: str, question: str,

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Mirror, Receipt, RunRecord
+from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Mirror, Receipt, RunRecord, RunStatus
 from adapters.surface import ThreadRef
 
 __all__ = ["MemoryStateStore"]
@@ -46,7 +46,8 @@ class MemoryStateStore:
         with self._lock:
             old = self._runs.get(run.run_id)
             created = run.created_at or (old.created_at if old else now)
-            stored = dataclasses.replace(run, created_at=created, updated_at=run.updated_at or now)
+            stored = dataclasses.replace(run, status=RunStatus.of(str(run.status)), created_at=created,
+                                         updated_at=run.updated_at or now)
             self._runs[run.run_id] = stored
             return stored
 
@@ -59,12 +60,12 @@ class MemoryStateStore:
             runs = [r for r in self._runs.values() if status is None or r.status == status]
         return sorted(runs, key=lambda r: (r.created_at, r.run_id))
 
-    def set_run_status(self, run_id: str, status: str) -> bool:
+    def set_run_status(self, run_id: str, status: RunStatus | str) -> bool:
         with self._lock:
             run = self._runs.get(run_id)
             if run is None:
                 return False
-            self._runs[run_id] = dataclasses.replace(run, status=status, updated_at=self._clock())
+            self._runs[run_id] = dataclasses.replace(run, status=RunStatus.of(str(status)), updated_at=self._clock())
             return True
 
     def save_ask_message(self, run_id: str, ask_id: str, message_id: str, question: str,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Mirror, Receipt, RunRecord
+from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Mirror, Receipt, RunRecord, RunStatus
 from adapters.surface import ThreadRef
 
 __all__ = ["SQLiteStateStore"]
@@ -108,7 +108,7 @@ class SQLiteStateStore:
                                    run.run_dir, created, run.updated_at or now)
                 self._db.execute(
                     "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (stored.run_id, str(stored.thread), stored.owner, stored.task, stored.status,
+                    (stored.run_id, str(stored.thread), stored.owner, stored.task, str(stored.status),
                      stored.workspace, stored.run_dir, stored.created_at, stored.updated_at))
                 self._db.execute("COMMIT")
             except BaseException:
@@ -118,7 +118,8 @@ class SQLiteStateStore:
 
     @staticmethod
     def _run(row: tuple[Any, ...]) -> RunRecord:
-        return RunRecord(row[0], ThreadRef.parse(row[1]), row[2], row[3], row[4], row[5], row[6], row[7], row[8])
+        return RunRecord(row[0], ThreadRef.parse(row[1]), row[2], row[3], RunStatus.of(row[4]), row[5], row[6], row[7],
+                         row[8])
 
     def get_run(self, run_id: str) -> RunRecord | None:
         row = self._one("SELECT * FROM runs WHERE run_id=?", (run_id,))
@@ -133,9 +134,9 @@ class SQLiteStateStore:
                                         (status,)).fetchall()
         return [self._run(r) for r in rows]
 
-    def set_run_status(self, run_id: str, status: str) -> bool:
+    def set_run_status(self, run_id: str, status: RunStatus | str) -> bool:
         return self._exec("UPDATE runs SET status=?, updated_at=? WHERE run_id=?",
-                          (status, self._clock(), run_id)) > 0
+                          (str(status), self._clock(), run_id)) > 0
 
     # ask cards
     def save_ask_message(self, run_id: str, ask_id: str, message_id: str, question: str,

@@ -26,7 +26,7 @@ from typing import Any
 
 from adapters.chores import Chores
 from adapters.transport import replay as _replay
-from adapters.transport.intents import Intent, Op, Reply, RunLog, Settled, mail_id_for
+from adapters.transport.intents import Intent, IntentReply, Op, RunLog, Settled, mail_id_for
 from flower_core import Event, Lineage
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class Applier:
                  emit: Callable[[Event], None]) -> None:
         self.run_id, self.channel, self.runtime, self.log = run_id, channel, runtime, log_
         self._ask_oracle, self._cancel, self._emit = ask_oracle, cancel, emit
-        self._seen: dict[str, Reply] = {}  # iid -> its reply: a retried delivery gets the same answer
+        self._seen: dict[str, IntentReply] = {}  # iid -> its reply: a retried delivery gets the same answer
         # Applied, effect not yet known to be durable (iids), by what settles them:
         self._answered: set[str] = set()  # answers and declines a question took: at the step's end
         self._mail: dict[str, str] = {}  # mail id -> iid, mail the model has not taken yet: at the run's end
@@ -73,7 +73,7 @@ class Applier:
         if todo.stop is not None:
             return True
         for intent in todo.words:
-            self._seen[intent.iid] = Reply(in_flight=False)
+            self._seen[intent.iid] = IntentReply(in_flight=False)
             self._later.add(intent.iid)
         if todo.words:
             self.runtime.interrupt("\n".join(i.text.strip() for i in todo.words))
@@ -81,7 +81,7 @@ class Applier:
             self.channel.requeue([(mail_id_for(i), i.text) for i in todo.mail])
             for intent in todo.mail:
                 self._mail[mail_id_for(intent)] = intent.iid
-                self._seen[intent.iid] = Reply(mail=mail_id_for(intent))
+                self._seen[intent.iid] = IntentReply(mail=mail_id_for(intent))
         self._waiting = list(todo.waiting)
         for intent in todo.to_inbox:
             self._to_inbox(intent)
@@ -113,48 +113,48 @@ class Applier:
             "replayed": True}))
 
     # ---- 2. live ----------------------------------------------------------------------------------
-    async def apply(self, intent: Intent) -> Reply:
+    async def apply(self, intent: Intent) -> IntentReply:
         if intent.iid in self._seen:
             return self._seen[intent.iid]
         reply = await self._apply(intent)
         self._seen[intent.iid] = reply
         return reply
 
-    async def _apply(self, intent: Intent) -> Reply:
+    async def _apply(self, intent: Intent) -> IntentReply:
         if intent.op in (Op.ANSWER, Op.DECLINE):
             return self._answer(intent)
         if intent.op is Op.SEND:
             mail = self.channel.send(intent.text, mail_id=mail_id_for(intent)) if self.channel is not None else None
             if mail is None:
                 self._settle(intent.iid, Settled.REFUSED)
-                return Reply(ok=False)
+                return IntentReply(ok=False)
             self._mail[mail.id] = intent.iid
-            return Reply(mail=mail.id)
+            return IntentReply(mail=mail.id)
         if intent.op is Op.INTERRUPT:
             in_flight = bool(self.runtime.interrupt(intent.text))
             (self._in_flight if in_flight else self._later).add(intent.iid)
-            return Reply(in_flight=in_flight)
+            return IntentReply(in_flight=in_flight)
         if intent.op is Op.STOP:
             self._later.add(intent.iid)
-            return Reply(ok=self._cancel("stopped"))
+            return IntentReply(ok=self._cancel("stopped"))
         if intent.op is Op.ORACLE:
             return await self._oracle(intent)
-        return Reply(ok=False, error=f"unknown intent {intent.op!r}")
+        return IntentReply(ok=False, error=f"unknown intent {intent.op!r}")
 
-    def _answer(self, intent: Intent) -> Reply:
+    def _answer(self, intent: Intent) -> IntentReply:
         target = self._target(intent)
         if target is None:
             if any(_squash(w.question) == _squash(intent.question) for w in self._waiting):
                 self._waiting.append(intent)  # its question is being restored right now: it decides there
-                return Reply()
+                return IntentReply()
             self._settle(intent.iid, Settled.REFUSED)
-            return Reply(ok=False)
+            return IntentReply(ok=False)
         settle = self.channel.answer if intent.op is Op.ANSWER else self.channel.decline
         if not settle(target, intent.text):
             self._settle(intent.iid, Settled.REFUSED)
-            return Reply(ok=False)
+            return IntentReply(ok=False)
         self._answered.add(intent.iid)
-        return Reply()
+        return IntentReply()
 
     def _target(self, intent: Intent) -> str | None:
         """The waiting question an answer is for: its ask id when it still asks the same thing (ids restart
@@ -168,14 +168,14 @@ class Applier:
             return str(exact[0].id)
         return str(same[-1].id) if len(same) == 1 or (same and not intent.ask) else None
 
-    async def _oracle(self, intent: Intent) -> Reply:
+    async def _oracle(self, intent: Intent) -> IntentReply:
         try:
             answer = await self._ask_oracle(intent.text)
         except Exception as exc:  # a side question must never hurt the run
             self._settle(intent.iid, Settled.DONE)
-            return Reply(ok=False, error=f"{type(exc).__name__}: {exc}")
+            return IntentReply(ok=False, error=f"{type(exc).__name__}: {exc}")
         self._settle(intent.iid, Settled.DONE)
-        return Reply(answer=answer)
+        return IntentReply(answer=answer)
 
     # ---- events -----------------------------------------------------------------------------------
     def observe(self, ev: Event) -> None:

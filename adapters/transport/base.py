@@ -20,7 +20,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Protocol
 
-from adapters.transport.intents import Intent, Reply
+from adapters.transport.intents import Intent, IntentReply
 from adapters.transport.plan import RunPlan
 from flower_core import Event
 
@@ -61,7 +61,7 @@ class RunSide(Protocol):
 
     holder: str
 
-    async def submit(self, intent: Intent) -> Reply:
+    async def submit(self, intent: Intent) -> IntentReply:
         """Log the intent durably, then have the run apply it; the run's reply. Raises Undelivered when
         no holder answers in time (the intent stays logged: the next holder applies it)."""
         ...

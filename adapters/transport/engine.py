@@ -22,7 +22,7 @@ from adapters.hop import hop
 from adapters.ops.runlog import run_context
 from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
-from adapters.transport.intents import Intent, Op, Reply, RunLog
+from adapters.transport.intents import Intent, IntentReply, Op, RunLog
 from adapters.transport.plan import RunFactory, RunPlan, default_factory
 from flower_core import Event, Oracle, ParkPolicy, Runtime, Workflow
 
@@ -151,13 +151,13 @@ class RunEngine:
         self._task.cancel()
         return True
 
-    async def submit(self, intent: Intent) -> Reply:
+    async def submit(self, intent: Intent) -> IntentReply:
         """Log the intent durably (before anyone is told "ok"), then apply it."""
         if self.log is not None:
             self.log.append(intent)
         return await self.applier.apply(intent)
 
-    async def apply(self, intent: Intent) -> Reply:
+    async def apply(self, intent: Intent) -> IntentReply:
         """Apply an intent logged already (a worker read it from the run's stream)."""
         return await self.applier.apply(intent)
 

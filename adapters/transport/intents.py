@@ -85,7 +85,7 @@ class Intent:
 
 
 @dataclass(frozen=True)
-class Reply:
+class IntentReply:
     """What the run side says back about one intent (what a person is then told is the chat side's).
 
     ``ok``: answer/decline reached a waiting question, stop found something to stop; ``mail``: the

@@ -27,7 +27,7 @@ from typing import Any
 from adapters.chores import Chores
 from adapters.transport import wire
 from adapters.transport.base import RunEnd, RunSink, Undelivered
-from adapters.transport.intents import Intent, Op, Reply
+from adapters.transport.intents import Intent, IntentReply, Op
 from adapters.transport.plan import RunPlan
 from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist, reachable
 
@@ -280,21 +280,21 @@ class RedisRun:
         follow = self.t.runs.get(self.run_id)
         return follow.holder if follow is not None else ""
 
-    async def submit(self, intent: Intent) -> Reply:
+    async def submit(self, intent: Intent) -> IntentReply:
         if intent.op is Op.ANSWER:
-            return Reply(ok=await self.answer(intent.ask, intent.text))
+            return IntentReply(ok=await self.answer(intent.ask, intent.text))
         if intent.op is Op.DECLINE:
-            return Reply(ok=await self.decline(intent.ask, intent.text))
+            return IntentReply(ok=await self.decline(intent.ask, intent.text))
         if intent.op is Op.SEND:
-            return Reply(mail=await self.send(intent.text) or "")
+            return IntentReply(mail=await self.send(intent.text) or "")
         if intent.op is Op.INTERRUPT:
-            return Reply(in_flight=await self.interrupt(intent.text))
+            return IntentReply(in_flight=await self.interrupt(intent.text))
         if intent.op is Op.STOP:
-            return Reply(ok=self.cancel("stopped"))
+            return IntentReply(ok=self.cancel("stopped"))
         try:
-            return Reply(answer=await self.ask_oracle(intent.text))
+            return IntentReply(answer=await self.ask_oracle(intent.text))
         except RuntimeError as exc:
-            return Reply(ok=False, error=str(exc))
+            return IntentReply(ok=False, error=str(exc))
 
     async def answer(self, ask_id: str, text: str) -> bool:
         return bool((await self.t.call(self.run_id, "answer", for_holder=True, ask=ask_id, text=text)).get("ok"))

@@ -27,7 +27,7 @@ from adapters.view.asks import AskCard
 from adapters.view.prose import ProseBuffer
 from adapters.view.receipts import Receipts
 from adapters.view.status import StatusCard
-from adapters.view.summary import Outcome
+from adapters.view.summary import RunOutcome
 from flower_core import Event
 
 ASK_TOOL = "mcp__human__ask"
@@ -204,7 +204,7 @@ class RunView:
         out.append(notices.line(self._key("note"), text))
         return out
 
-    def finish(self, outcome: Outcome) -> list[OutMessage]:
+    def finish(self, outcome: RunOutcome) -> list[OutMessage]:
         """The run ended: flush prose, close open cards, final status, summary."""
         out: list[OutMessage] = []
         try:
@@ -219,11 +219,11 @@ class RunView:
             if outcome.cost_usd:
                 self.status_card.cost_usd = outcome.cost_usd
             self._due(self._clock(), out, force_status=True)
-            card = summary.render(f"summary:{self.epoch}", outcome, self.cfg.who)
+            final = summary.render(f"summary:{self.epoch}", outcome, self.cfg.who)
             c = self.status_card
             extra = ([("Side questions", fmt.money(c.aside_usd))] if c.aside_usd > 0 else []) + (
                 [("Budget", c.budget_text())] if c.cap_usd is not None else [])
-            out.append(dataclasses.replace(card, fields=[*card.fields, *extra]) if extra else card)
+            out.append(dataclasses.replace(final, fields=[*final.fields, *extra]) if extra else final)
         except Exception as exc:
             self.errors += 1
             self.last_error = repr(exc)

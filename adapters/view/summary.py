@@ -11,7 +11,7 @@ RESULT_MAX = 2500  # the full text is in the workspace; the thread gets the gist
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunOutcome:
     """How a run ended. state: done / failed / stopped / died."""
 
     state: str
@@ -27,7 +27,7 @@ class Outcome:
 TITLES = {"done": "✅ Finished", "failed": "❌ Failed", "stopped": "⏹️ Stopped", "died": "💤 Stopped by a bot restart"}
 
 
-def render(key: str, out: Outcome, who: fmt.Who = fmt.plain_who) -> OutMessage:
+def render(key: str, out: RunOutcome, who: fmt.Who = fmt.plain_who) -> OutMessage:
     title = TITLES.get(out.state, out.state)
     if out.state == "failed" and out.failed_at:
         title += f" at step {out.failed_at}"

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from flower_core.events import Event
 
 from . import texts
 
-# The states an Ask can be in. "asked" is the only waiting one; the rest are outcomes. "cancelled"
-# is ours: the waiting coroutine was cancelled (run stopped), so front ends can close the card.
-ASK_STATES = ("asked", "answered", "timeout", "declined", "over_budget", "invalid", "cancelled")
+
+class AskState(StrEnum):
+    """The states an Ask can be in. "asked" is the only waiting one; the rest are outcomes. "cancelled"
+    is ours: the waiting coroutine was cancelled (run stopped, or withdrawn), so front ends close the card."""
+
+    ASKED = "asked"
+    ANSWERED = "answered"
+    TIMEOUT = "timeout"
+    DECLINED = "declined"
+    OVER_BUDGET = "over_budget"
+    INVALID = "invalid"
+    CANCELLED = "cancelled"
+
+
+ASK_STATES = tuple(AskState)
 
 
 @dataclass
@@ -23,7 +36,7 @@ class Ask:
     question: str
     options: list[str] = field(default_factory=list)
     asked_at: float = field(default_factory=time.time)
-    state: str = "asked"
+    state: AskState = AskState.ASKED
     answer: str = ""
     settled_at: float | None = field(default=None, repr=False)
     # The text the model got back for this question (fixed text, answer, or what was wrong).
@@ -44,7 +57,7 @@ class Ask:
 
     @property
     def settled(self) -> bool:
-        return self.state != "asked"
+        return self.state != AskState.ASKED
 
     def event(self, remaining: int = 0) -> Event:
         payload: dict[str, Any] = {

@@ -12,7 +12,7 @@ from typing import Any
 from flower_core.events import Event
 
 from . import records, texts
-from .ask import Ask, check_question
+from .ask import Ask, AskState, check_question
 from .mail import Mail
 
 
@@ -350,7 +350,7 @@ class HumanChannel:
     def _finish(self, ask: Ask, state: str, answer: str, reply: str = "") -> None:
         """Apply an outcome (on the ask's loop thread): record it, release the waiter, log, emit."""
         with self._lock:
-            ask.state, ask.answer, ask.settled_at = state, answer, time.time()
+            ask.state, ask.answer, ask.settled_at = AskState(state), answer, time.time()
             ask.reply = reply or self._reply_for(ask, state, answer)
             fut = self._futures.pop(ask.id, None)
         if fut is not None:

@@ -98,7 +98,7 @@ def option_label(step: float) -> str:
 
 
 @dataclass(frozen=True)
-class Decision:
+class BudgetDecision:
     """What the owner's answer means: stop, or raise the cap by ``raise_by`` (and tell the agent ``words``)."""
 
     stop: bool
@@ -111,7 +111,7 @@ def _amount(text: str) -> float:
     return float(text.replace(",", "."))
 
 
-def decide(answer: str, steps: Iterable[float]) -> Decision:
+def decide(answer: str, steps: Iterable[float]) -> BudgetDecision:
     """Read an answer to the budget question. Pure.
 
     An option label (``+$5``) raises by its step; ``Stop`` (or an answer starting with stop/no/
@@ -122,23 +122,23 @@ def decide(answer: str, steps: Iterable[float]) -> Decision:
     steps = tuple(steps)
     text = " ".join(str(answer).split())
     if not text:
-        return Decision(True, why="empty")
+        return BudgetDecision(True, why="empty")
     folded = text.casefold()
     for step in steps:
         if folded == option_label(step).casefold():
-            return Decision(False, step)
+            return BudgetDecision(False, step)
     first = re.split(r"[\s,.!;:]+", folded, maxsplit=1)[0]
     if folded == STOP.casefold() or first in _STOP_WORDS:
-        return Decision(True, why="stop", words=text)
+        return BudgetDecision(True, why="stop", words=text)
     bare = _BARE.match(text)
     if bare:
         amount = _amount(bare.group(1))
-        return Decision(False, amount) if amount > 0 else Decision(True, why="stop")
+        return BudgetDecision(False, amount) if amount > 0 else BudgetDecision(True, why="stop")
     found = _AMOUNT.search(text)
     if found:
         amount = _amount(found.group(1) or found.group(2))
-        return Decision(False, amount, words=text) if amount > 0 else Decision(True, why="stop", words=text)
-    return Decision(False, min(steps) if steps else DEFAULT_STEPS[0], words=text)
+        return BudgetDecision(False, amount, words=text) if amount > 0 else BudgetDecision(True, why="stop", words=text)
+    return BudgetDecision(False, min(steps) if steps else DEFAULT_STEPS[0], words=text)
 
 
 @dataclass(frozen=True)
@@ -307,17 +307,17 @@ class Budget:
         text = QUESTION.format(total=usd(f["total"]), cap=usd(cap), aside=aside, raises=raises)
         return text, [option_label(s) for s in self.steps] + [STOP]
 
-    async def _ask(self, step: str) -> Decision:
+    async def _ask(self, step: str) -> BudgetDecision:
         channel = self.channel
         self._emit("paused", step=step)
         if channel is None or not hasattr(channel, "ask_outcome"):
-            return Decision(True, why="no channel")
+            return BudgetDecision(True, why="no channel")
         text, options = self.question()
         facts = {**self.figures(), "step": step}
         ask = await channel.ask_outcome(text, options, kind=KIND, facts=facts)
         if ask.state == "answered":
             return decide(ask.answer, self.steps)
-        return Decision(True, why=ask.state if ask.state in WHY else "timeout")
+        return BudgetDecision(True, why=ask.state if ask.state in WHY else "timeout")
 
     def _stop(self, why: str, step: str) -> None:
         f = self.figures()

@@ -25,7 +25,7 @@ def _k(tokens: int) -> str:
     return f"{tokens / 1000:.1f}K"
 
 
-class RunState:
+class StepState:
     """What the loop, the event handler and other threads share about one running step.
 
     ``pending`` (the human's interrupt words; "" = interrupt without words) is the only field
@@ -126,11 +126,11 @@ class HandoffKit:
     threshold), the step's event sink, and where documents land."""
 
     attempt: Callable[..., Awaitable[Outcome]]
-    emit: Callable[[RunState, Event], None]
+    emit: Callable[[StepState, Event], None]
     workbench: Any
 
 
-async def write_generation_handoff(kit: HandoffKit, spec: AgentSpec, state: RunState, session_id: str, *,
+async def write_generation_handoff(kit: HandoffKit, spec: AgentSpec, state: StepState, session_id: str, *,
                                    overflow: bool) -> HandoffDoc:
     """Have the full session write its handoff document (or assemble a degraded one), land it on disk.
 

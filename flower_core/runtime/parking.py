@@ -45,7 +45,7 @@ from flower_core.runtime.resume import close_cut_off, cut_off_event, with_kept_m
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
-    from flower_core.runtime.generation import RunState
+    from flower_core.runtime.generation import StepState
     from flower_core.session_store import SQLiteSessionStore
 
 PARKED, UNPARKED = "parked", "unparked"
@@ -130,17 +130,17 @@ class Parking:
     """The Runtime's parking: ``attempt`` stands in for its attempt, ``observe`` sees its events."""
 
     def __init__(self, policy: ParkPolicy, *, store: SQLiteSessionStore, project_key: Callable[[], str],
-                 records: ParkRecords, attempt: AttemptFn, absorb: Callable[[Outcome, RunState], None],
-                 emit: Callable[[RunState, Event], None]) -> None:
+                 records: ParkRecords, attempt: AttemptFn, absorb: Callable[[Outcome, StepState], None],
+                 emit: Callable[[StepState, Event], None]) -> None:
         self.policy = policy
         self.store, self.project_key, self.records = store, project_key, records
         self._attempt, self._absorb, self._emit = attempt, absorb, emit
-        self._calls: dict[int, Calls] = {}  # per running step (id of its RunState)
+        self._calls: dict[int, Calls] = {}  # per running step (id of its StepState)
         self._parking: dict[int, tuple[Any, str]] = {}  # step -> (ask, call id) being parked now
         self._resumed: set[int] = set()  # steps whose first attempt was looked at (see _close_cut_off)
 
     # -- the runtime's hooks ------------------------------------------------------------------------
-    def observe(self, state: RunState, ev: Event) -> bool:
+    def observe(self, state: StepState, ev: Event) -> bool:
         """See one event of a step; True = drop it: the CLI's own closing of the call being parked
         (a "rejected" result and an interruption line), which the resumed session never shows."""
         calls = self._calls.get(id(state))
@@ -153,7 +153,7 @@ class Parking:
         return (ev.kind == "tool_result" and p.get("tool_use_id") == parking[1]) or (
             ev.kind == "prompt" and ev.text.startswith("[Request interrupted"))
 
-    async def attempt(self, spec: Any, prompt: str, resume: str | None, fork: bool, state: RunState) -> Outcome:
+    async def attempt(self, spec: Any, prompt: str, resume: str | None, fork: bool, state: StepState) -> Outcome:
         """One attempt as the runtime sees it: parks and resumes inside as often as the step asks."""
         channel = _parkable(getattr(spec, "channel", None))
         first = id(state) not in self._resumed
@@ -188,7 +188,7 @@ class Parking:
             run_prompt, resume, fork, parked = None if answered else note, record.session_id, False, None
 
     # -- running and stopping -----------------------------------------------------------------------
-    async def _watched(self, spec: Any, prompt: str | None, resume: str | None, fork: bool, state: RunState,
+    async def _watched(self, spec: Any, prompt: str | None, resume: str | None, fork: bool, state: StepState,
                        channel: Any) -> Outcome:
         if not self.policy.enabled:
             return await self._attempt(spec, prompt, resume, fork, state)
@@ -202,7 +202,7 @@ class Parking:
                 await watcher
             self._calls.pop(id(state), None)
 
-    async def _watch(self, state: RunState, channel: Any, calls: Calls) -> None:
+    async def _watch(self, state: StepState, channel: Any, calls: Calls) -> None:
         """Sleep until the sole call in flight is a question that has waited ``after_s``; then park."""
         after = float(self.policy.after_s or 0.0)
         while True:
@@ -220,7 +220,7 @@ class Parking:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(calls.changed.wait(), wait)
 
-    async def _stop_for(self, state: RunState, channel: Any, ask: Any, call_id: str) -> bool:
+    async def _stop_for(self, state: StepState, channel: Any, ask: Any, call_id: str) -> bool:
         signal, sid = state.signal, state.session
         if signal is None or signal.reason is not None or state.writing or state.has_pending() or not sid:
             return False
@@ -232,7 +232,7 @@ class Parking:
         signal.request("park")
         return True
 
-    async def _parked(self, out: Outcome, state: RunState, channel: Any) -> tuple[ParkRecord, Any] | None:
+    async def _parked(self, out: Outcome, state: StepState, channel: Any) -> tuple[ParkRecord, Any] | None:
         """After the attempt: cut the session back to the asking turn and keep the record; None = no park."""
         taken = self._parking.pop(id(state), None)
         if taken is None:
@@ -248,7 +248,7 @@ class Parking:
         self._emit(state, _event(PARKED, record, ask.id, restored=False))
         return record, ask
 
-    async def _restore(self, resume: str, fork: bool, state: RunState, channel: Any, *,
+    async def _restore(self, resume: str, fork: bool, state: StepState, channel: Any, *,
                        adopt: bool) -> tuple[ParkRecord, Any] | None:
         """Resuming a session parked by an earlier process: ask its question again, parked from the start.
         ``adopt``: the step's first attempt, where a question cut off by a process's end is picked up too."""
@@ -270,7 +270,7 @@ class Parking:
         self._emit(state, _event(PARKED, record, ask.id, restored=True))
         return record, ask
 
-    async def _adopt(self, sid: str, state: RunState, channel: Any) -> ParkRecord | None:
+    async def _adopt(self, sid: str, state: StepState, channel: Any) -> ParkRecord | None:
         """A record for a session that ends on the channel's ask call and nothing else (None otherwise)."""
         try:
             entries = [dict(e) for e in await self.store.load(self._key(sid)) or []]
@@ -290,7 +290,7 @@ class Parking:
         options = [str(o) for o in args.get("options") or [] if isinstance(o, str | int | float)]
         return ParkRecord(sid, call_id, state.result.step, question, options, asked_at or time.time())
 
-    async def _close_cut_off(self, sid: str, state: RunState) -> None:
+    async def _close_cut_off(self, sid: str, state: StepState) -> None:
         try:
             cut = await close_cut_off(self.store, self._key(sid))
         except Exception:  # a store problem: the CLI's own closing of the calls still applies
@@ -299,7 +299,7 @@ class Parking:
             self._emit(state, cut_off_event(cut, step=state.result.step, session_id=sid))
 
     # -- waiting and answering ------------------------------------------------------------------------
-    async def _wait(self, record: ParkRecord, ask: Any, state: RunState, channel: Any) -> tuple[str, bool]:
+    async def _wait(self, record: ParkRecord, ask: Any, state: StepState, channel: Any) -> tuple[str, bool]:
         """Wait for the question (or an interrupt) and answer the call in the session. Returns the note
         to resume with, and False when the call could not be answered (the note then carries the reply)."""
         settle = asyncio.ensure_future(channel.settled(ask.id))

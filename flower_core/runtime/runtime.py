@@ -27,7 +27,7 @@ from flower_core.events import Event
 from flower_core.manifest import Manifest
 from flower_core.runtime.attempt import Attempt, Outcome, StopSignal
 from flower_core.runtime.budget import Budget, halt
-from flower_core.runtime.generation import HandoffKit, RunState, write_generation_handoff
+from flower_core.runtime.generation import HandoffKit, StepState, write_generation_handoff
 from flower_core.runtime.handoff import (
     INTERRUPT_NOTE,
     HandoffPolicy,
@@ -90,7 +90,7 @@ class Runtime:
         self._rescued = False
         # The CLI's stderr is kept here (last lines) instead of leaking escape codes into the user's terminal.
         self.cli_stderr: deque[str] = deque(maxlen=200)
-        self._active: list[RunState] = []
+        self._active: list[StepState] = []
         self._lock = threading.Lock()
         self._early: str | None = None  # interrupt words said while no step ran: for the next step's prompt
         self.budget = Budget.coerce(budget)
@@ -188,7 +188,7 @@ class Runtime:
         result = StepResult(step=step_name or spec.name, started_at=time.time())
         env = resolve_env(self.env)
         window = self.handoff.window_for(spec.model, env)
-        state = RunState(asyncio.get_running_loop(), result, prompt, on_event, window=window,
+        state = StepState(asyncio.get_running_loop(), result, prompt, on_event, window=window,
                          at=self.handoff.at(window), warn_at=self.handoff.warn_at(window))
         with self._lock:
             self._active.append(state)
@@ -209,7 +209,7 @@ class Runtime:
             self._record(result, state.manifest_index)
         return result
 
-    async def _drive(self, spec: AgentSpec, prompt: str, resume: str | None, fork: bool, state: RunState) -> None:
+    async def _drive(self, spec: AgentSpec, prompt: str, resume: str | None, fork: bool, state: StepState) -> None:
         result = state.result
         # What a generation starts from: the caller's prompt/session, or after a handoff the document.
         gen_prompt, gen_resume, gen_fork = prompt, resume, fork
@@ -279,7 +279,7 @@ class Runtime:
             else:
                 cur_prompt, cur_resume, cur_fork = gen_prompt, gen_resume, gen_fork
 
-    def _retry(self, out: Outcome, state: RunState) -> float | None:
+    def _retry(self, out: Outcome, state: StepState) -> float | None:
         """Book a failed attempt; the backoff (after a "retry" event) when another attempt is due."""
         result, policy = state.result, self.resilience
         error = out.error or "unknown failure"
@@ -301,7 +301,7 @@ class Runtime:
             "session_id": out.session_id or state.session}))
         return delay
 
-    async def _attempt(self, spec: AgentSpec, prompt: str | None, resume: str | None, fork: bool, state: RunState,
+    async def _attempt(self, spec: AgentSpec, prompt: str | None, resume: str | None, fork: bool, state: StepState,
                        *, writing: bool = False) -> Outcome:
         """One attempt. ``writing`` = the handoff-writing round: no budget cap, no UI, no threshold."""
         effective = spec
@@ -332,7 +332,7 @@ class Runtime:
                 state.signal = None
 
     # -- bookkeeping ----------------------------------------------------------------------------------
-    def _absorb(self, out: Outcome, state: RunState) -> None:
+    def _absorb(self, out: Outcome, state: StepState) -> None:
         result = state.result
         result.cost_usd += out.cost_usd
         result.num_turns += out.num_turns
@@ -341,14 +341,14 @@ class Runtime:
         if out.session_id:
             state.set_session(out.session_id)
 
-    def _on_session(self, state: RunState, session_id: str) -> None:
+    def _on_session(self, state: StepState, session_id: str) -> None:
         if state.set_session(session_id) and self.on_session is not None:
             try:
                 self.on_session(session_id)
             except Exception as exc:
                 self.ui_errors.append(f"on_session: {exc!r}")
 
-    def _on_events(self, state: RunState, events: list[Event]) -> None:
+    def _on_events(self, state: StepState, events: list[Event]) -> None:
         for ev in events:
             if self.parking.observe(state, ev):
                 continue  # the CLI's own closing of a call being parked: rewritten, never shown
@@ -361,7 +361,7 @@ class Runtime:
                 if state.ctx >= state.at and state.session and state.signal is not None:
                     state.signal.request("handoff")
 
-    def emit(self, state: RunState, ev: Event) -> None:
+    def emit(self, state: StepState, ev: Event) -> None:
         """Deliver an event to the step's sink; a failing sink never breaks the run."""
         if state.on_event is None:
             return
