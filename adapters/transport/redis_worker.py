@@ -116,10 +116,11 @@ class RedisWorker:
         await persist("setup", lambda: ensure_group(self.redis, self.keys.work, wire.WORK_GROUP))
         await persist("setup", lambda: ensure_group(self.redis, self.keys.events, wire.FRONT_GROUP))
         await persist("heartbeat", self._beat)
-        await self._own_backlog()
+        for name, coro in (("publisher", self._publisher()), ("heartbeat", self._heartbeats())):
+            self._tasks.append(asyncio.create_task(coro, name=f"worker {self.name} {name}"))
+        await self._own_backlog()  # runs it resumes publish (and may end) at once: the publisher is up
         self.room_changed()
-        for name, coro in (("publisher", self._publisher()), ("heartbeat", self._heartbeats()),
-                           ("work", self._work()), ("claims", self._claims())):
+        for name, coro in (("work", self._work()), ("claims", self._claims())):
             self._tasks.append(asyncio.create_task(coro, name=f"worker {self.name} {name}"))
         log.info("worker %s ready: up to %d runs (%d parked)", self.name, self.max_runs, self.max_parked)
 
