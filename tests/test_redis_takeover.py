@@ -7,6 +7,7 @@ A "vanished" worker is what a SIGKILL leaves: its tasks stop and it writes nothi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from adapters.transport import wire
 from adapters.transport.engine import EngineKit
 from adapters.transport.plan import RunPlan
-from adapters.transport.redis_conn import DOWN, connect
+from adapters.transport.redis_conn import DOWN, cancel_all, connect
 from adapters.transport.redis_fence import Fence
 from adapters.transport.redis_worker import RedisWorker
 from flower_core.redis_store import RedisSessionStore, StaleWriter
@@ -97,9 +98,8 @@ async def vanish(w: RedisWorker) -> None:
             task.cancel()
         if h.engine is not None and h.engine.task is not None:
             h.engine.task.cancel()
-    for task in w._tasks:
-        task.cancel()
-    await asyncio.gather(*w._tasks, return_exceptions=True)
+    w._closed = True
+    assert not await cancel_all(w._tasks, 10.0)  # cancel alone may be lost (see cancel_all)
     await w.redis.aclose()
 
 
@@ -229,7 +229,8 @@ async def test_a_restart_under_the_same_name_resumes_its_runs_once(rig: Rig) -> 
 
 
 async def _all_held(w: RedisWorker, *runs: str) -> bool:
-    return all(r in w.held for r in runs)
+    """Held, with an engine going (a take registers the run first, then builds its engine)."""
+    return all(r in w.held and w.held[r].engine is not None for r in runs)
 
 
 async def test_a_restart_under_the_same_name_without_room_releases_the_rest(rig: Rig) -> None:
@@ -264,6 +265,23 @@ async def test_stop_is_bounded_and_hands_the_runs_over_at_once(rig: Rig) -> None
     first.stubborn_s = 0
     if first.task is not None:
         first.task.cancel()
+
+
+async def test_stop_ends_a_loop_that_lost_its_cancellation(rig: Rig) -> None:
+    """What hung a teardown past 120 s: a loop cancelled mid-write can go on (cancel_all), and a stop
+    that gathers its tasks after one cancel waits forever. Here the work loop swallows two cancels."""
+    w = await rig.worker("w")
+
+    async def deaf() -> None:
+        for _ in range(2):
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(3600)
+        await asyncio.sleep(3600)
+    w._tasks[2].cancel()
+    w._tasks[2] = asyncio.create_task(deaf())
+    began = time.monotonic()
+    await w.stop()
+    assert time.monotonic() - began < 5.0 and w._tasks[2].done()
 
 
 def test_engine_kit_is_what_the_double_stands_for() -> None:

@@ -28,7 +28,7 @@ from adapters.transport import wire
 from adapters.transport.base import RunEnd, RunSink, Undelivered
 from adapters.transport.intents import Intent, Op, Reply
 from adapters.transport.plan import RunPlan
-from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist, reachable
+from adapters.transport.redis_conn import DOWN, cancel_all, connect, ensure_group, persist, reachable
 from adapters.transport.redis_fence import Fence
 
 log = logging.getLogger(__name__)
@@ -84,9 +84,7 @@ class RedisTransport:
         self._closing = True
         await self._bg.wait()
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await cancel_all([self._reader], 5.0)  # it also ends by itself within BLOCK_MS once closing
         if self.redis is not None:
             await self.redis.aclose()
 

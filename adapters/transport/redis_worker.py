@@ -34,13 +34,12 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from adapters.chores import Chores
 from adapters.transport import wire
 from adapters.transport.base import RunEnd
 from adapters.transport.engine import EngineKit
 from adapters.transport.intents import Settled
 from adapters.transport.plan import RunPlan
-from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist, reachable
+from adapters.transport.redis_conn import DOWN, cancel_all, connect, ensure_group, persist, reachable
 from adapters.transport.redis_fence import Fence, Taken
 from adapters.transport.redis_held import (
     Held,
@@ -82,10 +81,11 @@ class RedisWorker:
         self.superseded = 0  # runs stopped here because another holder took them over
         self._out: asyncio.Queue[tuple[dict[str, str], Held, bool]] = asyncio.Queue()
         self._room = asyncio.Event()
-        self._stopping = False
+        self._stopping = False  # no more work taken
+        self._closed = False  # every loop ends (none relies on cancel alone: see cancel_all)
         self._shaky_until = 0.0  # monotonic time before which this worker claims nothing
         self._tasks: list[asyncio.Task[None]] = []
-        self._asides = Chores()  # oracle questions: slow, never hold up the next intent
+        self._asides: set[asyncio.Task[None]] = set()  # oracle questions: slow, never hold up the next intent
 
     # ---- capacity -------------------------------------------------------------------------------
     def running(self) -> int:
@@ -133,8 +133,7 @@ class RedisWorker:
             return max(0.05, (deadline - loop.time()) * share)
         self._stopping = True
         self._room.clear()
-        for task in self._tasks[2:]:  # stop taking work first; keep publishing and beating meanwhile
-            task.cancel()
+        await cancel_all(self._tasks[2:], left(0.1))  # stop taking work first; keep publishing and beating
         leaving = list(self.held.values())
         for h in leaving:
             if h.engine is not None:
@@ -156,10 +155,9 @@ class RedisWorker:
                 task.cancel()
         with contextlib.suppress(*DOWN, TimeoutError):
             await asyncio.wait_for(self._withdraw(), left())
-        for task in self._tasks:
-            task.cancel()
-        if waiting := [*self._tasks, *(t for h in leaving for t in h.tasks)]:
-            await asyncio.wait(waiting, timeout=left())
+        self._closed = True
+        if await cancel_all([*self._tasks, *(t for h in leaving for t in h.tasks), *self._asides], left()):
+            log.warning("worker %s: some of its tasks did not end within the stop deadline", self.name)
         await self.redis.aclose()
 
     async def _withdraw(self) -> None:
@@ -178,7 +176,7 @@ class RedisWorker:
             self._superseded(held[i], "a newer holder's gen is on the run")
 
     async def _heartbeats(self) -> None:
-        while True:
+        while not self._closed:
             began = time.monotonic()
             try:
                 await self._beat()
@@ -215,7 +213,7 @@ class RedisWorker:
                 log.info("worker %s released run %s (no room to resume it)", self.name, wire.text(fields, "run"))
 
     async def _work(self) -> None:
-        while True:
+        while not self._stopping:
             await self._room.wait()
             try:
                 got = await self.redis.xreadgroup(wire.WORK_GROUP, self.name, {self.keys.work: ">"}, count=1,
@@ -228,7 +226,7 @@ class RedisWorker:
                 await self._take(str(entry_id), fields, mode="new")
 
     async def _claims(self) -> None:
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self.heartbeat_s)  # the pending list is polled: Redis has no event for it
             if not self.has_room() or time.monotonic() < self._shaky_until:
                 continue
@@ -334,7 +332,7 @@ class RedisWorker:
             self._out.put_nowait((fields, held, ending))
 
     async def _publisher(self) -> None:
-        while True:
+        while not self._closed:
             batch = [await self._out.get()]
             while not self._out.empty() and len(batch) < 200:
                 batch.append(self._out.get_nowait())
@@ -369,7 +367,7 @@ class RedisWorker:
         if held.log is not None:
             await replay_legacy(held)
         stream = self.keys.intents(held.run_id)
-        while True:
+        while held.active and not self._closed:
             try:
                 got = await self.redis.xread({stream: cursor}, count=50, block=BLOCK_MS)
             except DOWN as exc:
@@ -385,7 +383,9 @@ class RedisWorker:
                 if logged is None or held.log is None or not held.log.arrived(logged):
                     continue
                 if is_slow(logged.intent):
-                    self._asides.spawn(self._apply(held, logged))
+                    aside = asyncio.create_task(self._apply(held, logged))
+                    self._asides.add(aside)
+                    aside.add_done_callback(self._asides.discard)
                 else:
                     await self._apply(held, logged)
 
@@ -402,7 +402,7 @@ class RedisWorker:
 
     async def _settler(self, held: Held) -> None:
         """Writes the engine's settles in order, each once the run's session appends before it are stored."""
-        while True:
+        while held.active and not self._closed:
             iid, how = await held.settles.get()
             store = held.store
             if store is not None and (not await store.drained() or store.lagging):
