@@ -119,22 +119,22 @@ async def beats_of(r: Any, name: str) -> int:
 
 
 async def test_liveness_counts_from_redis_start_not_from_a_beat_before_the_outage(rig: Rig) -> None:
-    fence = Fence(rig.r, KEYS)
-    await fence.beat("w", 2.0, "{}", [])
+    fence, after = Fence(rig.r, KEYS), 3.0
+    await fence.beat("w", after, "{}", [])
     rig.server.stop()
-    await asyncio.sleep(2.5)  # the outage: longer than w's dead-after
-    rig.server.start()  # the beat comes back from the append-only file, 2.5 s old
+    await asyncio.sleep(after + 0.5)  # the outage: longer than w's dead-after
+    rig.server.start()  # the beat comes back from the append-only file, older than dead-after
     await back(rig.r)
-    assert "w" in await fence.alive(2.0)  # right after the restart nobody is dead yet
-    await until("w to be found dead", lambda: _dead(fence, "w"), timeout=10)
+    assert "w" in await fence.alive(after)  # right after the restart nobody is dead yet
+    await until("w to be found dead", lambda: _dead(fence, "w", after), timeout=15)
     info = await rig.r.info("server")
-    assert int(info["uptime_in_seconds"]) >= 2  # only once Redis itself was up for w's dead-after
-    await fence.beat("w", 2.0, "{}", [])
-    assert "w" in await fence.alive(2.0)
+    assert int(info["uptime_in_seconds"]) >= after  # only once Redis itself was up for w's dead-after
+    await fence.beat("w", after, "{}", [])
+    assert "w" in await fence.alive(after)
 
 
-async def _dead(fence: Fence, name: str) -> bool:
-    return name not in await fence.alive(2.0)
+async def _dead(fence: Fence, name: str, after: float) -> bool:
+    return name not in await fence.alive(after)
 
 
 async def test_a_redis_outage_longer_than_dead_after_steals_nothing(rig: Rig) -> None:
