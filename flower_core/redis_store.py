@@ -28,7 +28,7 @@ so a delete-and-recreate between the read and the write cannot fool the check.
 The async protocol methods use ``redis.asyncio`` (its connections belong to one event loop, so the client
 is built lazily in the loop that calls and rebuilt when the loop changes); the synchronous helpers the
 Runtime and parking call use a blocking client. Both retry a command on a dropped connection with backoff,
-and an append waits out an outage of up to ``_OUTAGE_S`` (the SDK drops a batch whose append fails, and
+and an append (or a load) waits out an outage of up to ``_OUTAGE_S`` (the SDK drops a batch whose append fails, and
 the stored copy would then lag the CLI's transcript for good).
 
 Fencing: ``fenced(hash, gen)`` is a view of the store (sharing its connections) whose writes are refused
@@ -45,7 +45,7 @@ import json
 import threading
 import uuid as uuidlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 import redis
@@ -79,7 +79,8 @@ def _backoff() -> ExponentialWithJitterBackoff:
 
 # Compare-and-set rounds for one append; each lost round means another writer appended to the same session.
 _CAS_ROUNDS = 64
-# How long an append waits for Redis to come back (the SDK gives one append 60 s, then drops the batch).
+_T = TypeVar("_T")
+# How long an append (or a load) waits for Redis to come back (the SDK gives one append 60 s, then drops the batch).
 _OUTAGE_S = 50.0
 
 
@@ -270,7 +271,7 @@ class RedisSessionStore(SessionLookups, SessionStore):
             self._writes.discard(done)
             done.set_result(None)
 
-    async def _through_outage(self, call: Callable[[], Awaitable[None]]) -> None:
+    async def _through_outage(self, call: Callable[[], Awaitable[_T]]) -> _T:
         loop = asyncio.get_running_loop()
         deadline, delay = loop.time() + _OUTAGE_S, 0.1
         while True:
@@ -328,10 +329,13 @@ class RedisSessionStore(SessionLookups, SessionStore):
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         meta, listed, _ = self._names.transcript(key["project_key"], key["session_id"], key.get("subpath") or "")
         client, _scripts = await self._aclient()
-        async with client.pipeline(transaction=True) as pipe:
-            pipe.exists(meta)
-            pipe.lrange(listed, 0, -1)
-            known, rows = await pipe.execute()
+
+        async def read() -> list[Any]:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.exists(meta)
+                pipe.lrange(listed, 0, -1)
+                return list(await pipe.execute())
+        known, rows = await self._through_outage(read)  # a resume right after a Redis restart still finds it
         if not known:
             return None
         return [cast(SessionStoreEntry, json.loads(r)) for r in rows]
