@@ -28,7 +28,14 @@ so a delete-and-recreate between the read and the write cannot fool the check.
 The async protocol methods use ``redis.asyncio`` (its connections belong to one event loop, so the client
 is built lazily in the loop that calls and rebuilt when the loop changes); the synchronous helpers the
 Runtime and parking call use a blocking client. Both retry a command on a dropped connection with backoff,
-which carries a store across a Redis restart.
+and an append (or a load) waits out an outage of up to ``_OUTAGE_S`` (the SDK drops a batch whose append fails, and
+the stored copy would then lag the CLI's transcript for good).
+
+Fencing: ``fenced(hash, gen)`` is a view of the store (sharing its connections) whose writes are refused
+in the same script once ``hash``'s ``gen`` field moved on, i.e. another process took the run over
+(redis_scripts.py); a refused write calls ``on_stale`` and raises ``StaleWriter``. A view also knows
+which of its appends are still in flight (``drained``) and whether one failed (``lagging``), so what
+depends on a turn being stored is only recorded once it is.
 """
 
 from __future__ import annotations
@@ -37,8 +44,8 @@ import asyncio
 import json
 import threading
 import uuid as uuidlib
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 import redis
@@ -57,6 +64,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
+from flower_core.redis_scripts import APPEND_LUA, DELETE_LUA, STALE, TRUNCATE_LUA
 from flower_core.session_store import SessionLookups
 
 # About 3 s of backoff in all: enough for a supervised Redis to come back, short enough to fail visibly.
@@ -71,100 +79,13 @@ def _backoff() -> ExponentialWithJitterBackoff:
 
 # Compare-and-set rounds for one append; each lost round means another writer appended to the same session.
 _CAS_ROUNDS = 64
+_T = TypeVar("_T")
+# How long an append (or a load) waits for Redis to come back (the SDK gives one append 60 s, then drops the batch).
+_OUTAGE_S = 50.0
 
-# Strictly increasing epoch-ms from Redis's own clock, so processes on skewed hosts still agree.
-_CLOCK_LUA = """
-local function next_mtime(clock)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local last = tonumber(redis.call('GET', clock) or '0')
-  if now <= last then now = last + 1 end
-  redis.call('SET', clock, string.format('%d', now))
-  return now
-end
-"""
 
-# KEYS: clock, projects, meta, entries, uuids, then subs (subpath) or sessions, where, summaries (main).
-# ARGV: batch id, expected m ('' = no check), project_key, session_id, subpath, summary data, then
-# (uuid or '', json) pairs. Returns {'ok', mtime} | {'replay'} | {'conflict'} | {'dup'}.
-_APPEND_LUA = _CLOCK_LUA + """
-local meta = KEYS[3]
-if redis.call('HGET', meta, 'batch') == ARGV[1] then return {'dup'} end
-local m = redis.call('HGET', meta, 'm')
-if ARGV[2] ~= '' and (m or '0') ~= ARGV[2] then return {'conflict'} end
-local len = redis.call('LLEN', KEYS[4])
-local fresh = 0
-for i = 7, #ARGV, 2 do
-  local id = ARGV[i]
-  if id == '' or redis.call('HSETNX', KEYS[5], id, len) == 1 then
-    redis.call('RPUSH', KEYS[4], ARGV[i + 1])
-    len = len + 1
-    fresh = fresh + 1
-  end
-end
-if fresh == 0 then return {'replay'} end
-local mtime = next_mtime(KEYS[1])
-local stamp = string.format('%d', mtime)
-if not m then redis.call('HINCRBY', KEYS[2], ARGV[3], 1) end
-redis.call('HSET', meta, 'm', stamp, 'batch', ARGV[1])
-if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[6], ARGV[5], stamp)
-else
-  redis.call('ZADD', KEYS[6], stamp, ARGV[4])
-  redis.call('ZADD', KEYS[7], stamp, ARGV[3])
-  redis.call('HSET', KEYS[8], ARGV[4], '{"mtime":' .. stamp .. ',"data":' .. ARGV[6] .. '}')
-end
-return {'ok', mtime}
-"""
-
-# KEYS: projects, subs, sessions, where, summaries, then (meta, entries, uuids) per transcript.
-# ARGV: project_key, session_id, 'main' | 'sub', then the subpath of each transcript ('' for main).
-# A main delete names every subpath it saw; if the session gained one since, it answers 'conflict'.
-_DELETE_LUA = """
-local pk, sid, mode = ARGV[1], ARGV[2], ARGV[3]
-if mode == 'main' then
-  local listed = #ARGV - 4
-  if redis.call('HLEN', KEYS[2]) ~= listed then return 'conflict' end
-  for i = 5, #ARGV do
-    if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 0 then return 'conflict' end
-  end
-end
-for i = 6, #KEYS, 3 do
-  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('HINCRBY', KEYS[1], pk, -1) end
-  redis.call('DEL', KEYS[i], KEYS[i + 1], KEYS[i + 2])
-end
-if mode == 'main' then
-  redis.call('DEL', KEYS[2])
-  redis.call('ZREM', KEYS[3], sid)
-  redis.call('ZREM', KEYS[4], pk)
-  redis.call('HDEL', KEYS[5], sid)
-else
-  redis.call('HDEL', KEYS[2], ARGV[4])
-end
-if tonumber(redis.call('HGET', KEYS[1], pk) or '0') <= 0 then redis.call('HDEL', KEYS[1], pk) end
-return 'ok'
-"""
-
-# KEYS: clock, meta, entries, uuids, sessions, where. ARGV: uuid, session_id, project_key.
-# Keeps the entries up to and including the one with that uuid; returns how many went.
-_TRUNCATE_LUA = _CLOCK_LUA + """
-local idx = redis.call('HGET', KEYS[4], ARGV[1])
-if not idx then return 0 end
-idx = tonumber(idx)
-local gone = redis.call('LLEN', KEYS[3]) - 1 - idx
-if gone <= 0 then return 0 end
-redis.call('LTRIM', KEYS[3], 0, idx)
-local known = redis.call('HGETALL', KEYS[4])
-for i = 1, #known, 2 do
-  if tonumber(known[i + 1]) > idx then redis.call('HDEL', KEYS[4], known[i]) end
-end
-local stamp = string.format('%d', next_mtime(KEYS[1]))
-redis.call('HSET', KEYS[2], 'm', stamp)
-redis.call('ZADD', KEYS[5], stamp, ARGV[2])
-redis.call('ZADD', KEYS[6], stamp, ARGV[3])
-return gone
-"""
-
+class StaleWriter(RuntimeError):
+    """A fenced store's run has a newer holder: this process may no longer write its sessions."""
 
 def _q(part: str) -> str:
     return quote(part, safe="")
@@ -234,6 +155,35 @@ class RedisSessionStore(SessionLookups, SessionStore):
         self._sync_scripts: dict[str, Any] = {}
         self._closing: set[Any] = set()  # keeps fire-and-forget close tasks alive until they finish
         self._loop_guard: Any = None
+        self._fence_init("", "", None)
+
+    def _fence_init(self, key: str, gen: str, on_stale: Callable[[], None] | None) -> None:
+        self._fence_key, self._fence_gen, self._on_stale = key, gen, on_stale
+        self._writes: set[asyncio.Future[None]] = set()
+        #: An append failed for good: the stored transcript lacks entries the CLI wrote.
+        self.lagging = False
+
+    def fenced(self, key: str, gen: int, on_stale: Callable[[], None] | None = None) -> RedisSessionStore:
+        """This store, writing only while the hash ``key`` has ``gen`` in its ``gen`` field."""
+        return _FencedStore(self, key, str(gen), on_stale)
+
+    async def drained(self, timeout: float = _OUTAGE_S) -> bool:
+        """True once every append begun before this call has finished (stored or failed) within ``timeout``."""
+        pending = list(self._writes)
+        if not pending:
+            return True
+        _done, left = await asyncio.wait(pending, timeout=timeout)
+        return not left
+
+    def _fence(self, keys: list[str]) -> list[str]:
+        return [self._fence_key or self._names.clock, *keys]
+
+    def _checked(self, out: Any) -> Any:
+        if isinstance(out, list) and out and out[0] == STALE:
+            if self._on_stale is not None:
+                self._on_stale()
+            raise StaleWriter(f"another process holds this run now (generation {self._fence_gen} is stale)")
+        return out
 
     # -- plumbing -----------------------------------------------------------------------------
     def _client(self) -> tuple[redis.Redis, dict[str, Any]]:
@@ -243,7 +193,7 @@ class RedisSessionStore(SessionLookups, SessionStore):
             if self._sync is None:
                 self._sync = redis.Redis.from_url(self.url, decode_responses=True, retry=Retry(_backoff(), _RETRIES),
                                                   retry_on_error=list(_RETRY_ON))
-                self._sync_scripts = {"truncate": self._sync.register_script(_TRUNCATE_LUA)}
+                self._sync_scripts = {"truncate": self._sync.register_script(TRUNCATE_LUA)}
             return self._sync, self._sync_scripts
 
     async def _aclient(self) -> tuple[aredis.Redis, dict[str, Any]]:
@@ -257,7 +207,7 @@ class RedisSessionStore(SessionLookups, SessionStore):
                 self._dispose(self._async, self._async_loop)
             client = aredis.Redis.from_url(self.url, decode_responses=True, retry=AsyncRetry(_backoff(), _RETRIES),
                                            retry_on_error=list(_RETRY_ON))
-            scripts = {"append": client.register_script(_APPEND_LUA), "delete": client.register_script(_DELETE_LUA)}
+            scripts = {"append": client.register_script(APPEND_LUA), "delete": client.register_script(DELETE_LUA)}
             self._async, self._async_loop, self._async_scripts = client, loop, scripts
             guard = self._loop_guard = _close_with_loop(client)
         await guard.__anext__()
@@ -306,17 +256,44 @@ class RedisSessionStore(SessionLookups, SessionStore):
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         if not entries:
             return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._writes.add(done)
+        try:
+            # One batch id for every try: a script Redis ran before the connection dropped knows it.
+            batch = uuidlib.uuid4().hex
+            await self._through_outage(lambda: self._append(key, entries, batch))
+        except StaleWriter:
+            raise
+        except Exception:
+            self.lagging = True
+            raise
+        finally:
+            self._writes.discard(done)
+            done.set_result(None)
+
+    async def _through_outage(self, call: Callable[[], Awaitable[_T]]) -> _T:
+        loop = asyncio.get_running_loop()
+        deadline, delay = loop.time() + _OUTAGE_S, 0.1
+        while True:
+            try:
+                return await call()
+            except _RETRY_ON:
+                if loop.time() + delay > deadline:
+                    raise
+                await asyncio.sleep(delay)  # Redis is away (the client's own retries ran out): try again
+                delay = min(1.0, delay * 2)
+
+    async def _append(self, key: SessionKey, entries: list[SessionStoreEntry], batch: str) -> None:
         pk, sid, sub = key["project_key"], key["session_id"], key.get("subpath") or ""
         client, scripts = await self._aclient()
         n = self._names
         meta, listed, uuids = n.transcript(pk, sid, sub)
         ids = [u if isinstance(u := entry.get("uuid"), str) else "" for entry in entries]
         flat = [part for pair in zip(ids, (_dumps(e) for e in entries), strict=True) for part in pair]
-        # A retried script (connection lost after Redis ran it) recognises its own batch id and stops.
-        batch = uuidlib.uuid4().hex
         if sub:  # no summary to fold: Redis alone decides which entries are fresh
-            await scripts["append"](keys=[n.clock, n.projects, meta, listed, uuids, n.subs(pk, sid)],
-                                    args=[batch, "", pk, sid, sub, "", *flat])
+            self._checked(await scripts["append"](keys=self._fence([n.clock, n.projects, meta, listed, uuids,
+                                                                    n.subs(pk, sid)]),
+                                                  args=[self._fence_gen, batch, "", pk, sid, sub, "", *flat]))
             return
         keys = [n.clock, n.projects, meta, listed, uuids, n.sessions(pk), n.where(sid), n.summaries(pk)]
         wanted = sorted({u for u in ids if u})
@@ -342,8 +319,9 @@ class RedisSessionStore(SessionLookups, SessionStore):
                 saved = json.loads(stored)
                 prev = cast(SessionSummaryEntry, {"session_id": sid, "mtime": saved["mtime"], "data": saved["data"]})
             folded = fold_session_summary(prev, key, fresh)
-            out = await scripts["append"](keys=keys, args=[batch, m or "0", pk, sid, "", _dumps(folded["data"]),
-                                                           *flat])
+            out = self._checked(await scripts["append"](
+                keys=self._fence(keys), args=[self._fence_gen, batch, m or "0", pk, sid, "", _dumps(folded["data"]),
+                                              *flat]))
             if out[0] != "conflict":
                 return
         raise RuntimeError(f"append to session {sid!r} lost {_CAS_ROUNDS} races in a row")
@@ -351,10 +329,13 @@ class RedisSessionStore(SessionLookups, SessionStore):
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         meta, listed, _ = self._names.transcript(key["project_key"], key["session_id"], key.get("subpath") or "")
         client, _scripts = await self._aclient()
-        async with client.pipeline(transaction=True) as pipe:
-            pipe.exists(meta)
-            pipe.lrange(listed, 0, -1)
-            known, rows = await pipe.execute()
+
+        async def read() -> list[Any]:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.exists(meta)
+                pipe.lrange(listed, 0, -1)
+                return list(await pipe.execute())
+        known, rows = await self._through_outage(read)  # a resume right after a Redis restart still finds it
         if not known:
             return None
         return [cast(SessionStoreEntry, json.loads(r)) for r in rows]
@@ -380,13 +361,16 @@ class RedisSessionStore(SessionLookups, SessionStore):
         n = self._names
         head = [n.projects, n.subs(pk, sid), n.sessions(pk), n.where(sid), n.summaries(pk)]
         if sub:
-            await scripts["delete"](keys=[*head, *n.transcript(pk, sid, sub)], args=[pk, sid, "sub", sub])
+            self._checked(await scripts["delete"](keys=self._fence([*head, *n.transcript(pk, sid, sub)]),
+                                                  args=[self._fence_gen, pk, sid, "sub", sub]))
             return
         # A main transcript takes its subagent transcripts and its summary with it: no orphans.
         for _ in range(_CAS_ROUNDS):
             subs = sorted(cast(list[str], await client.hkeys(n.subs(pk, sid))))
             keys = [*head, *(name for s in ("", *subs) for name in n.transcript(pk, sid, s))]
-            if await scripts["delete"](keys=keys, args=[pk, sid, "main", "", *subs]) != "conflict":
+            out = self._checked(await scripts["delete"](keys=self._fence(keys),
+                                                        args=[self._fence_gen, pk, sid, "main", "", *subs]))
+            if out != "conflict":
                 return
         raise RuntimeError(f"delete of session {sid!r} lost {_CAS_ROUNDS} races in a row")
 
@@ -424,6 +408,29 @@ class RedisSessionStore(SessionLookups, SessionStore):
         _client, scripts = self._client()
         n = self._names
         meta, listed, uuids = n.transcript(project_key, session_id, "")
-        gone = scripts["truncate"](keys=[n.clock, meta, listed, uuids, n.sessions(project_key), n.where(session_id)],
-                                   args=[entry_uuid, session_id, project_key])
+        gone = self._checked(scripts["truncate"](
+            keys=self._fence([n.clock, meta, listed, uuids, n.sessions(project_key), n.where(session_id)]),
+            args=[self._fence_gen, entry_uuid, session_id, project_key]))
         return int(gone)
+
+
+class _FencedStore(RedisSessionStore):
+    """A fenced view (see ``RedisSessionStore.fenced``): the parent's connections, its own fence and books.
+    Closing it closes nothing: the connections are the parent's."""
+
+    def __init__(self, parent: RedisSessionStore, key: str, gen: str, on_stale: Callable[[], None] | None) -> None:
+        # Not super().__init__: a view owns no connections.
+        self.url, self.prefix, self._names, self._parent = parent.url, parent.prefix, parent._names, parent
+        self._fence_init(key, gen, on_stale)
+
+    def _client(self) -> tuple[redis.Redis, dict[str, Any]]:
+        return self._parent._client()
+
+    async def _aclient(self) -> tuple[aredis.Redis, dict[str, Any]]:
+        return await self._parent._aclient()
+
+    def close(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None

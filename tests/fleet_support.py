@@ -38,7 +38,8 @@ class Proc:
     """One process of the fleet; its output is read as it comes, `ready` is set on its ready line."""
 
     def __init__(self, name: str, proc: asyncio.subprocess.Process, marker: str) -> None:
-        self.name, self.proc, self.marker, self.lines = name, proc, marker, []
+        self.name, self.proc, self.marker = name, proc, marker
+        self.lines: list[str] = []
         self.ready = asyncio.Event()
         self._reader = asyncio.create_task(self._read())
 
@@ -107,10 +108,13 @@ class Fleet:
         await self.front.until_ready()
         return self.front
 
-    async def start_worker(self, name: str, *extra: str) -> Proc:
+    async def start_worker(self, name: str, *extra: str, model_env: dict[str, str] | None = None) -> Proc:
+        """`model_env`: the model to use (ANTHROPIC_BASE_URL of a double this test runs, which outlives the
+        worker) instead of the worker's own demo double."""
+        model = [] if model_env is not None else ["--demo", "--scenario", str(self.scenario)]
         args = ["--redis", self.redis_url, "--name", name, "--root", str(self.root / f".{name}"), "--flow", "single",
-                "--demo", "--scenario", str(self.scenario), "--heartbeat", "0.3", "--dead-after", "2", *extra]
-        proc = await Proc.start(name, "bots.worker", args, "flower-worker", fleet_env())
+                *model, "--heartbeat", "0.3", "--dead-after", "2", *extra]
+        proc = await Proc.start(name, "bots.worker", args, "flower-worker", fleet_env(model_env))
         self.workers[name] = proc
         await proc.until_ready()
         return proc

@@ -80,7 +80,9 @@ async def test_kill_9_the_holder_while_a_question_waits(fleet: Fleet, api: Api, 
     await transcript_holds(redis_server.url, "Tabs or spaces?")  # what w2 will resume from
     fleet.workers["w1"].kill()
     status, body = await api.post(f"/api/runs/{run_id}/answer", {"ask_id": first["id"], "text": "spaces"})
-    assert status == 200 and body["ok"] and "kept" in body["message"], body
+    # Kept on its card (w1 was found dead first), or handed to w2's view of the card (w2 took the run
+    # over while the front waited for w1's reply): either way it reaches the model once, below.
+    assert status == 200 and body["ok"] and ("kept" in body["message"] or "Answered" in body["message"]), body
 
     async def moved() -> Any:
         run = await api.run(run_id)

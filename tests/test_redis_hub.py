@@ -19,6 +19,7 @@ from adapters.state import SQLiteStateStore
 from adapters.surface import ThreadRef
 from adapters.transport import wire
 from adapters.transport.engine import EngineKit
+from adapters.transport.intents import Intent, Op
 from adapters.transport.redis_front import RedisTransport
 from adapters.transport.redis_worker import RedisWorker
 from flower_core import RedisSessionStore
@@ -142,7 +143,7 @@ async def test_a_duplicated_intent_is_applied_once(rig: Rig, redis_server: Redis
     await watch.card("ask:1-q1")
     transport = hub.transport
     assert isinstance(transport, RedisTransport)
-    fields = wire.intent_fields("send", "same-iid", reply=False, text="only once please")
+    fields = wire.intent_entry(Intent(Op.SEND, text="only once please", iid="same-iid"), reply=False)
     for _ in range(2):  # what a client retry after a lost reply looks like
         await transport.redis.xadd(transport.keys.intents(run), fields)
     assert (await hub.send(run, "after the retry", "alice")).ok  # intents apply in order: this one comes last

@@ -10,7 +10,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from flower_core.redis_store import RedisSessionStore
+import pytest
+
+from flower_core.redis_store import RedisSessionStore, StaleWriter
 from flower_core.runtime import Runtime
 from tests import store_contract as contract
 from tests.redis_support import RedisServer
@@ -111,3 +113,51 @@ async def test_resume_from_the_store_with_a_fresh_store_and_config_dir(
         double_factory: Any, redis_server: RedisServer, tmp_path: Path) -> None:
     """Only Redis carries the session into the second process."""
     await contract.check_resume_through_the_cli(lambda: RedisSessionStore(redis_server.url), double_factory, tmp_path)
+
+
+async def test_a_fenced_view_writes_only_while_its_generation_holds(redis_server: RedisServer) -> None:
+    store = RedisSessionStore(redis_server.url)
+    client, _ = await store._aclient()
+    await client.hset("run:r1", "gen", 1)
+    stale: list[int] = []
+    view = store.fenced("run:r1", 1, on_stale=lambda: stale.append(1))
+    await view.append(KEY, [assistant_entry("a1", 10), assistant_entry("a2", 10)])
+    await view.append(SUB_KEY, [{"type": "user", "uuid": "s1"}])
+    assert view.truncate_after("s", "a1", project_key="p") == 1 and not stale
+    await client.hincrby("run:r1", "gen", 1)  # another process took the run over
+    with pytest.raises(StaleWriter):
+        await view.append(KEY, [assistant_entry("late", 10)])
+    with pytest.raises(StaleWriter):
+        await view.append(SUB_KEY, [{"type": "user", "uuid": "late"}])
+    with pytest.raises(StaleWriter):
+        view.truncate_after("s", "a1", project_key="p")
+    with pytest.raises(StaleWriter):
+        await view.delete(KEY)
+    assert len(stale) == 4 and not view.lagging  # refused, not lost: the stored copy is the new holder's
+    assert [e.get("uuid") for e in await store.load(KEY) or []] == ["a1"]
+    assert [e.get("uuid") for e in await view.load(SUB_KEY) or []] == ["s1"]  # reads go on
+    await store.fenced("run:r1", 2).append(KEY, [assistant_entry("b1", 10)])
+    await store.append(KEY, [assistant_entry("plain", 10)])  # the store itself is not fenced
+    assert [e.get("uuid") for e in await store.load(KEY) or []] == ["a1", "b1", "plain"]
+    view.close()  # a view owns no connections: the store goes on
+    assert store.has_session("s")
+    await store.aclose()
+
+
+async def test_an_append_waits_out_a_redis_outage(redis_server: RedisServer) -> None:
+    """The SDK drops a batch whose append fails (the copy would lag the CLI's transcript for good), so an
+    append outlasts an outage longer than the client's own retries (about 3 s)."""
+    store = RedisSessionStore(redis_server.url)
+    view = store.fenced("run:r1", 1)
+    client, _ = await store._aclient()
+    await client.hset("run:r1", "gen", 1)
+    await view.append(KEY, [assistant_entry("a1", 10)])
+    redis_server.stop()
+    pending = asyncio.ensure_future(view.append(KEY, [assistant_entry("a2", 10)]))
+    await asyncio.sleep(4.0)  # the outage
+    assert not pending.done() and not await view.drained(timeout=0.01)
+    redis_server.start()
+    await asyncio.wait_for(pending, 30)
+    assert await view.drained(timeout=0.01) and not view.lagging
+    assert [e.get("uuid") for e in await store.load(KEY) or []] == ["a1", "a2"]
+    await store.aclose()

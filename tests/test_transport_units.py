@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.transport import RunEnd, RunPlan, wire
+from adapters.transport.intents import Intent, Op, Reply
 from adapters.transport.redis_conn import where
 from flower_core import Event
 from flower_core.runtime.parked import last_open_call
@@ -38,9 +39,14 @@ def test_an_end_and_a_plan_round_trip() -> None:
 
 
 def test_intents_name_their_holder_only_when_they_must() -> None:
-    answer = wire.intent_fields("answer", "i1", gen=3, ask="q1", text="yes")
-    mail = wire.intent_fields("send", "i2", reply=False, text="hi")
+    intent = Intent(Op.ANSWER, text="yes", ask="q1")
+    answer = wire.intent_entry(intent, gen=3)
+    mail = wire.intent_entry(Intent(Op.SEND, text="hi"), reply=False)
     assert answer["gen"] == "3" and answer["reply"] == "1" and mail["gen"] == "" and mail["reply"] == ""
+    assert wire.intent_of(answer) == intent and answer["iid"] == intent.iid
+    assert wire.intent_of(wire.control_entry("sync")) is None and wire.intent_of({"intent": "{nope"}) is None
+    reply, stale = wire.reply_of(wire.reply_json(Reply(ok=False, mail="m1"), stale=True))
+    assert reply == Reply(ok=False, mail="m1") and stale
 
 
 def test_urls_in_messages_carry_no_credentials() -> None:

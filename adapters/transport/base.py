@@ -57,9 +57,12 @@ class RunSink(Protocol):
 
 
 class RunSide(Protocol):
-    """The run side of one run as the chat side sees it. ``holder`` names where it runs ("" = here)."""
+    """The run side of one run as the chat side sees it."""
 
-    holder: str
+    @property
+    def holder(self) -> str:
+        """Where it runs: the worker's name ("" = in this process)."""
+        ...
 
     async def submit(self, intent: Intent) -> IntentReply:
         """Log the intent durably, then have the run apply it; the run's reply. Raises Undelivered when

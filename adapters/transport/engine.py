@@ -22,7 +22,7 @@ from adapters.hop import hop
 from adapters.ops.runlog import run_context
 from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
-from adapters.transport.intents import Intent, IntentReply, Op, RunLog
+from adapters.transport.intents import Intent, IntentReply, RunLog
 from adapters.transport.plan import RunFactory, RunPlan, default_factory
 from flower_core import Event, Oracle, ParkPolicy, Runtime, Workflow
 
@@ -165,22 +165,3 @@ class RunEngine:
         if self.oracle is None:
             raise LookupError("this run has no oracle")
         return str(await self._oracles.spawn(self.oracle.ask(question)))
-
-    # ---- the worker's calls until it applies intents itself (adapters/transport/redis_worker.py) ----
-    async def answer(self, ask_id: str, text: str) -> bool:
-        return (await self.apply(Intent(Op.ANSWER, text, ask=ask_id))).ok
-
-    async def decline(self, ask_id: str, reason: str) -> bool:
-        return (await self.apply(Intent(Op.DECLINE, reason, ask=ask_id))).ok
-
-    async def send(self, text: str) -> str | None:
-        return (await self.apply(Intent(Op.SEND, text))).mail or None
-
-    async def interrupt(self, text: str) -> bool:
-        return (await self.apply(Intent(Op.INTERRUPT, text))).in_flight
-
-    async def ask_oracle(self, question: str) -> str:
-        reply = await self.apply(Intent(Op.ORACLE, question))
-        if reply.error:
-            raise RuntimeError(reply.error)
-        return reply.answer

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -78,3 +78,19 @@ async def persist(what: str, call: Callable[[], Awaitable[T]], *, stopping: Call
             log.warning("redis unavailable (%s): %r; retrying in %.2fs", what, exc, delay)
             await asyncio.sleep(delay)
             delay = min(cap_s, delay * 2)
+
+
+async def cancel_all(tasks: Iterable[asyncio.Future[Any]], timeout: float) -> int:
+    """Cancel and wait, cancelling again what is still running, for at most `timeout`; how many are left.
+
+    Once is not enough: on Python 3.11 a task cancelled while redis-py's `asyncio.wait_for` finishes a
+    write can lose the cancellation and go on (CPython gh-86296), so a loop that relies on cancel alone
+    never ends, and whoever gathers it waits forever."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    pending = {t for t in tasks if not t.done()}
+    while pending and loop.time() < deadline:
+        for task in pending:
+            task.cancel()
+        _done, pending = await asyncio.wait(pending, timeout=min(0.1, max(0.0, deadline - loop.time())))
+    return len(pending)

@@ -5,11 +5,11 @@
   restart goes on from where it stopped) and calls each run's sink on this loop. A message from a
   newer holder of a run means the run was taken over: the sink is told (`handed_over`) and the hub
   shows the run afresh before the message is passed on.
-- Intents are entries on the run's own intent stream, read in order by whoever holds the run; those
-  that need a reply wait for it on a list (BLPOP). When the holder is gone (its heartbeat expired)
-  or does not reply in time, the caller gets `Undelivered` and the intent stays in the stream:
-  mail, interrupts and stops reach the next holder; answers are meant for one holder only (the
-  chat side keeps them on their card until the question is asked again).
+- Intents (`RedisRun.submit`) are entries on the run's own intent stream: once XADD returns the
+  intent is durable, and it stays there until a holder settles it (redis_log.py). The caller then
+  waits for the holder's reply on a list (BLPOP). When the holder is dead (redis_fence.py: judged on
+  Redis's clock), the run moved, or no reply comes in time, the caller gets `Undelivered`; the intent
+  is still in the stream, for the next holder.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import contextlib
 import json
 import logging
 import time
-import uuid
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Any
@@ -29,13 +28,15 @@ from adapters.transport import wire
 from adapters.transport.base import RunEnd, RunSink, Undelivered
 from adapters.transport.intents import Intent, IntentReply, Op
 from adapters.transport.plan import RunPlan
-from adapters.transport.redis_conn import DOWN, connect, ensure_group, persist, reachable
+from adapters.transport.redis_conn import DOWN, cancel_all, connect, ensure_group, persist, reachable
+from adapters.transport.redis_fence import Fence
 
 log = logging.getLogger(__name__)
 
 BLOCK_MS = 2000  # blocking reads return this often (well under the client's 5 s socket timeout)
 ORPHANS_KEPT = 2000  # messages kept per run nobody follows yet (the front is attaching after a restart)
 ORPHAN_RUNS = 1000  # ... for at most this many runs (others' runs, runs this front forgot)
+DEAD_AFTER_S = 5.0  # for a worker with no beat on file (each beat carries its worker's own dead-after)
 
 
 @dataclass
@@ -65,6 +66,8 @@ class RedisTransport:
         self._handing = ""  # the run being handed over right now (its new sink needs no replay)
         self.latency: deque[float] = deque(maxlen=10_000)  # seconds from a worker's write to dispatch here
         self.gaps = 0  # messages missing in a run's sequence (a lost write would show here)
+        self.stale = 0  # messages from a holder that was replaced (the fence should keep this at 0)
+        self.fence: Fence | None = None
         self._closing = False
         self._bg = Chores()
 
@@ -72,6 +75,7 @@ class RedisTransport:
     async def start(self) -> None:
         self.redis = connect(self.url)
         await reachable(self.redis, self.url)
+        self.fence = Fence(self.redis, self.keys)
         await persist("setup", lambda: ensure_group(self.redis, self.keys.events, wire.FRONT_GROUP))
         await persist("setup", lambda: ensure_group(self.redis, self.keys.work, wire.WORK_GROUP))
         self._reader = asyncio.create_task(self._read(), name="redis events reader")
@@ -80,22 +84,24 @@ class RedisTransport:
         self._closing = True
         await self._bg.wait()
         if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            await cancel_all([self._reader], 5.0)  # it also ends by itself within BLOCK_MS once closing
         if self.redis is not None:
             await self.redis.aclose()
 
     def holders(self) -> dict[str, str]:
         return {run_id: f.holder for run_id, f in self.runs.items()}
 
+    @property
+    def _f(self) -> Fence:
+        assert self.fence is not None, "start() first"
+        return self.fence
+
     async def workers(self) -> dict[str, dict[str, Any]]:
         """The live workers and what their heartbeats say (runs held, limit, host)."""
         found: dict[str, dict[str, Any]] = {}
-        async for key in self.redis.scan_iter(match=self.keys.workers(), count=200):
-            raw = await self.redis.get(key)
+        for name, raw in (await self._f.alive(DEAD_AFTER_S)).items():
             with contextlib.suppress(TypeError, ValueError):
-                found[str(key).rsplit(":", 1)[-1]] = json.loads(raw)
+                found[name] = dict(json.loads(raw))
         return found
 
     async def waits(self, run_id: str) -> bool:
@@ -130,8 +136,8 @@ class RedisTransport:
         elif run_id != self._handing:  # this front (re)starts following a run going on a worker
             held = self._orphans.pop(run_id, None)  # messages that came while nobody followed it
             if held:
-                asyncio.get_running_loop().call_soon(lambda: [self._dispatch(f) for f in held])
-            self.tell(run_id, "sync")  # and where it is now: its step, its open questions
+                asyncio.get_running_loop().call_soon(self._dispatch_all, list(held))
+            self._control(run_id, "sync")  # and where it is now: its step, its open questions
         return RedisRun(self, run_id)
 
     # ---- events in ------------------------------------------------------------------------------
@@ -172,6 +178,10 @@ class RedisTransport:
                         pipe.xdel(self.keys.events, *ids)
                         await pipe.execute()
 
+    def _dispatch_all(self, held: list[dict[str, str]]) -> None:
+        for fields in held:
+            self._dispatch(fields)
+
     def _dispatch(self, fields: dict[str, str]) -> None:
         run_id = wire.text(fields, "run")
         follow = self.runs.get(run_id)
@@ -186,7 +196,9 @@ class RedisTransport:
             return
         holder = wire.text(fields, "holder")
         if follow.gen is not None and gen < follow.gen:
-            return  # a late word from a holder that was replaced
+            self.stale += 1  # a late word from a holder that was replaced: its writes should have been refused
+            log.warning("run %s: a message from replaced holder #%d (now #%d) dropped", run_id, gen, follow.gen)
+            return
         if follow.gen is not None and gen > follow.gen:
             previous = follow.holder
             self._handing = run_id
@@ -218,46 +230,52 @@ class RedisTransport:
             self._bg.spawn(follow.sink.ended(wire.end_of(fields)))
 
     # ---- intents out ----------------------------------------------------------------------------
-    async def call(self, run_id: str, op: str, *, for_holder: bool = False, timeout: float | None = None,
-                   **args: str) -> dict[str, Any]:
-        """Put an intent on the run's stream and wait for its reply (Undelivered: nobody will reply now)."""
+    async def submit(self, run_id: str, intent: Intent, *, for_holder: bool = False,
+                     timeout: float | None = None) -> IntentReply:
+        """Log the intent in the run's stream (durable once this returns or raises Undelivered), then
+        wait for the holder's reply. `for_holder`: an answer bound to the holder the card came from
+        (what an engine without an intent log needs: question ids restart with every holder)."""
         follow = self.runs.get(run_id)
-        iid = uuid.uuid4().hex
-        fields = wire.intent_fields(op, iid, gen=follow.gen if (for_holder and follow) else None, **args)
-        await persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields, maxlen=10000,
-                                                          approximate=True))
-        holder, gen = (follow.holder, follow.gen) if follow is not None else ("", None)
+        gen = follow.gen if (for_holder and follow is not None) else None
+        fields = wire.intent_entry(intent, gen=gen)
+        await persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields))
+        holder, seen = (follow.holder, follow.gen) if follow is not None else ("", None)
         wait = self.reply_timeout_s if timeout is None else timeout
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
-            # Waited on in slices: a holder whose heartbeat lapses, or a takeover, ends the wait early.
-            if not holder or not await persist("heartbeat", lambda: self.redis.exists(self.keys.worker(holder))):
+            # Waited on in slices: a holder that dies, or a takeover, ends the wait early.
+            if not holder or not await persist("liveness", lambda: self._f.alive(DEAD_AFTER_S, holder)):
                 raise Undelivered(f"no worker holds run {run_id} right now")
             now = self.runs.get(run_id)
-            if now is None or now.gen != gen:
+            if now is None or now.gen != seen:
                 raise Undelivered(f"run {run_id} moved to another worker")
             left = deadline - loop.time()
             if left <= 0:
                 raise Undelivered(f"worker {holder} did not reply in {wait:g}s")
             step = max(0.01, min(1.0, left))
             got = await persist("reply", lambda s=step: self.redis.blpop(  # type: ignore[misc]
-                [self.keys.reply(iid)], timeout=s))
+                [self.keys.reply(intent.iid)], timeout=s))
             if got is not None:
                 break
-        reply = json.loads(got[1])
-        if reply.get("stale"):
+        reply, stale = wire.reply_of(got[1])
+        if stale:
             raise Undelivered(f"run {run_id} has moved to another worker")
-        return dict(reply)
+        return reply
 
     async def keep(self, run_id: str, intent: Intent) -> None:
-        fields = wire.intent_fields(str(intent.op), intent.iid, reply=False, ask=intent.ask, text=intent.text)
+        """Log an intent for a run nobody holds now (asleep, or waiting for room): its next holder applies it."""
+        fields = wire.intent_entry(intent, reply=False)
         await persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields))
 
-    def tell(self, run_id: str, op: str, **args: str) -> None:
-        """An intent without a reply (a stop): whoever holds the run applies it, now or after a takeover."""
-        fields = wire.intent_fields(op, uuid.uuid4().hex, reply=False, **args)
+    def tell(self, run_id: str, intent: Intent) -> None:
+        """Log an intent nobody waits on (a stop): whoever holds the run applies it, now or after a takeover."""
+        fields = wire.intent_entry(intent, reply=False)
         self._bg.spawn(persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields)))
+
+    def _control(self, run_id: str, what: str) -> None:
+        fields = wire.control_entry(what)
+        self._bg.spawn(persist("control", lambda: self.redis.xadd(self.keys.intents(run_id), fields)))
 
     def detach(self, run_id: str) -> bool:
         """Stop following a run (this front is going away); it goes on on its worker."""
@@ -281,46 +299,16 @@ class RedisRun:
         return follow.holder if follow is not None else ""
 
     async def submit(self, intent: Intent) -> IntentReply:
-        if intent.op is Op.ANSWER:
-            return IntentReply(ok=await self.answer(intent.ask, intent.text))
-        if intent.op is Op.DECLINE:
-            return IntentReply(ok=await self.decline(intent.ask, intent.text))
-        if intent.op is Op.SEND:
-            return IntentReply(mail=await self.send(intent.text) or "")
-        if intent.op is Op.INTERRUPT:
-            return IntentReply(in_flight=await self.interrupt(intent.text))
-        if intent.op is Op.STOP:
-            return IntentReply(ok=self.cancel("stopped"))
-        try:
-            return IntentReply(answer=await self.ask_oracle(intent.text))
-        except RuntimeError as exc:
-            return IntentReply(ok=False, error=str(exc))
-
-    async def answer(self, ask_id: str, text: str) -> bool:
-        return bool((await self.t.call(self.run_id, "answer", for_holder=True, ask=ask_id, text=text)).get("ok"))
-
-    async def decline(self, ask_id: str, reason: str) -> bool:
-        return bool((await self.t.call(self.run_id, "decline", for_holder=True, ask=ask_id, text=reason)).get("ok"))
-
-    async def send(self, text: str) -> str | None:
-        mail = (await self.t.call(self.run_id, "send", text=text)).get("mail")
-        return None if mail is None else str(mail)
-
-    async def interrupt(self, text: str) -> bool:
-        return bool((await self.t.call(self.run_id, "interrupt", text=text)).get("in_flight"))
-
-    async def ask_oracle(self, question: str) -> str:
-        reply = await self.t.call(self.run_id, "oracle", timeout=self.t.oracle_timeout_s, text=question)
-        if "error" in reply:
-            raise RuntimeError(str(reply["error"]))
-        return str(reply.get("answer", ""))
+        """Durable in the run's stream first; then the holder's reply (Undelivered: none came)."""
+        timeout = self.t.oracle_timeout_s if intent.op is Op.ORACLE else None
+        return await self.t.submit(self.run_id, intent, timeout=timeout)
 
     def cancel(self, reason: str) -> bool:
         if reason == "shutdown":
             return self.t.detach(self.run_id)
         if self.run_id not in self.t.runs:
             return False
-        self.t.tell(self.run_id, "cancel")
+        self.t.tell(self.run_id, Intent(Op.STOP))
         return True
 
 

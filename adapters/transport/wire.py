@@ -6,27 +6,34 @@ Streams (all under one prefix, "flower" by default):
 |------------------------|--------|------------|----------------------------------|------------------------------|
 | `{p}:work`             | stream | front      | workers (group `workers`)        | one entry per run to hold    |
 | `{p}:events`           | stream | workers    | the front (group `front`)        | events, steps, ends, hellos  |
-| `{p}:run:{id}:in`      | stream | front      | the worker holding the run       | intents, in order            |
-| `{p}:run:{id}`         | hash   | workers    | workers                          | holder, gen, applied cursor  |
-| `{p}:worker:{name}`    | string | its worker | workers, front (EXISTS)          | heartbeat, expires when dead |
-| `{p}:reply:{iid}`      | list   | workers    | the front (BLPOP)                | one intent's reply           |
+| `{p}:run:{id}:in`      | stream | front      | the worker holding the run       | intents (JSON), in order     |
+| `{p}:run:{id}:settled` | hash   | the holder | the next holder                  | iid -> how it was settled    |
+| `{p}:run:{id}`         | hash   | workers    | workers                          | holder, gen (the fence)      |
+| `{p}:beats`            | hash   | workers    | workers, front                   | name -> last beat (Redis ms) |
+| `{p}:workers`          | hash   | workers    | the front                        | name -> runs held, limit     |
+| `{p}:reply:{iid}`      | list   | the holder | the front (BLPOP)                | one intent's reply           |
 
 A work entry stays in the holder's pending-entry list until the run ends, so a worker that dies
 leaves its runs there for another to claim (redis_worker.py). `gen` counts holders of a run: every
-message says which holder sent it, and an answer is only applied by the holder it was meant for.
+write a holder makes names it and is refused once another holder has taken over (redis_fence.py).
+An intent stays in the run's stream for good; it is consumed when its iid is in the settled hash.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from adapters.transport.base import RunEnd
+from adapters.transport.intents import Intent, IntentReply
 from flower_core import Event
 
 FRONT_GROUP, WORK_GROUP = "front", "workers"
+#: The consumer a work entry is handed to when its holder lets go of it: it never beats, so it is dead
+#: and anyone with room claims the entry at once.
+RELEASED = "~released"
 
 
 @dataclass(frozen=True)
@@ -47,11 +54,16 @@ class Keys:
     def run(self, run_id: str) -> str:
         return f"{self.prefix}:run:{run_id}"
 
-    def worker(self, name: str) -> str:
-        return f"{self.prefix}:worker:{name}"
+    def settled(self, run_id: str) -> str:
+        return f"{self.prefix}:run:{run_id}:settled"
 
-    def workers(self) -> str:
-        return f"{self.prefix}:worker:*"
+    @property
+    def beats(self) -> str:
+        return f"{self.prefix}:beats"
+
+    @property
+    def about(self) -> str:
+        return f"{self.prefix}:workers"
 
     def reply(self, iid: str) -> str:
         return f"{self.prefix}:reply:{iid}"
@@ -76,7 +88,8 @@ def event_of(fields: dict[Any, Any]) -> Event:
         payload = json.loads(text(fields, "payload", "{}"))
     except ValueError:
         payload = {}
-    return Event(text(fields, "kind", "unknown"), text=text(fields, "text"), tool=text(fields, "tool"),
+    kind: Any = text(fields, "kind", "unknown")  # an unknown kind stays as it is: consumers have an else branch
+    return Event(kind, text=text(fields, "text"), tool=text(fields, "tool"),
                  payload=payload if isinstance(payload, dict) else {})
 
 
@@ -107,6 +120,35 @@ def _now() -> str:
 
 
 # ---- chat side -> run side ----------------------------------------------------------------------
-def intent_fields(op: str, iid: str, *, gen: int | None = None, reply: bool = True, **args: str) -> dict[str, str]:
-    """`gen`: the holder an answer is meant for (None: whoever holds the run when it is read)."""
-    return {"op": op, "iid": iid, "gen": "" if gen is None else str(gen), "reply": "1" if reply else "", **args}
+def intent_entry(intent: Intent, *, reply: bool = True, gen: int | None = None) -> dict[str, str]:
+    """An intent as its stream entry. `reply`: the front waits for one. `gen`: the holder an answer was
+    meant for (None: whoever holds the run); only an engine without `apply` (legacy) looks at it."""
+    return {"iid": intent.iid, "intent": intent.to_json(), "reply": "1" if reply else "",
+            "gen": "" if gen is None else str(gen)}
+
+
+def control_entry(what: str) -> dict[str, str]:
+    """Not an intent: a note to whoever holds the run now ("sync": say again where the run is)."""
+    return {"ctl": what}
+
+
+def intent_of(fields: dict[Any, Any]) -> Intent | None:
+    """The intent an entry holds (None: a control entry, or unreadable)."""
+    raw = text(fields, "intent")
+    if not raw:
+        return None
+    try:
+        return Intent.from_json(raw)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def reply_json(reply: IntentReply, *, stale: bool = False) -> str:
+    """`stale`: the intent was meant for an earlier holder (the front keeps the answer on its card)."""
+    return json.dumps({**asdict(reply), "stale": stale}, ensure_ascii=False)
+
+
+def reply_of(raw: str) -> tuple[IntentReply, bool]:
+    data: dict[str, Any] = json.loads(raw)
+    known = {k: v for k, v in data.items() if k in IntentReply.__dataclass_fields__}
+    return IntentReply(**known), bool(data.get("stale"))

@@ -1,0 +1,120 @@
+"""One run a worker holds: its fence (gen), its sink onto the events stream, and the engine calls.
+
+`Held` is the worker's record of a run it holds; `HeldSink` is the run's RunSink (everything goes out
+on the events stream through the worker's ordered publisher). The two places the worker touches
+the engine are here, together (`build_engine`, `apply_intent`): an engine built with the run's log
+(`kit.build(..., log=HeldLog)`) replays the log's unsettled intents itself and settles each once
+its effect is durable (adapters/transport/applier.py); the worker hands it every new intent
+(`engine.apply(intent) -> IntentReply`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from adapters.transport import wire
+from adapters.transport.base import RunEnd
+from adapters.transport.engine import EngineKit
+from adapters.transport.intents import Intent, IntentReply, Op, Settled
+from adapters.transport.plan import RunPlan
+from adapters.transport.redis_log import HeldLog, Logged
+from flower_core import Event
+
+if TYPE_CHECKING:
+    from adapters.transport.redis_worker import RedisWorker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Held:
+    """One run this worker holds, as holder number `gen`."""
+
+    run_id: str
+    gen: int
+    entry_id: str
+    engine: Any = None
+    sink: HeldSink | None = None
+    log: HeldLog | None = None
+    store: Any = None  # the run's fenced session store view (None: the kit has no Redis store)
+    parked: bool = False
+    seq: int = 0
+    superseded: bool = False  # another holder took over: nothing more goes out from here
+    ended: bool = False  # its end is written (the work entry acked)
+    settles: asyncio.Queue[tuple[str, Settled]] = field(default_factory=asyncio.Queue)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)  # its intents reader and settler
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    @property
+    def active(self) -> bool:
+        return not (self.superseded or self.ended)
+
+
+class HeldSink:
+    """The RunSink of a held run: everything goes out on the events stream, in order."""
+
+    def __init__(self, worker: RedisWorker, held: Held) -> None:
+        self.worker, self.held = worker, held
+        # What a front that starts following the run late needs to show it: see replay().
+        self.step: Event | None = None
+        self.park: Event | None = None
+        self.asks: dict[str, Event] = {}
+
+    def on_event(self, ev: Event) -> None:
+        h = self.held
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        if ev.kind == "system" and p.get("subtype") in ("parked", "unparked"):
+            h.parked = p.get("subtype") == "parked"
+            self.park = ev
+            self.worker.room_changed()
+        elif ev.kind == "step":
+            self.step = ev
+        elif ev.kind == "ask" and p.get("kind") != "mail":
+            if p.get("state") == "asked":
+                self.asks[str(p.get("id", ""))] = ev
+            else:
+                self.asks.pop(str(p.get("id", "")), None)
+        self.worker.publish(h, wire.event_fields(h.run_id, h.gen, self.worker.name, h.next_seq(), ev))
+
+    def replay(self) -> None:
+        """A front began following this run again (it restarted): say again where the run is — its
+        step, whether it is parked, and the questions still open (the same ids, so the same cards)."""
+        h = self.held
+        for ev in [self.step, self.park if h.parked else None, *self.asks.values()]:
+            if ev is not None:
+                self.worker.publish(h, wire.event_fields(h.run_id, h.gen, self.worker.name, h.next_seq(), ev))
+
+    def step_done(self, name: str) -> None:
+        h = self.held
+        self.worker.publish(h, wire.note_fields("step", h.run_id, h.gen, self.worker.name, h.next_seq(), name=name))
+
+    async def ended(self, end: RunEnd) -> None:
+        await self.worker.ended(self.held, end)
+
+    def handed_over(self, holder: str, previous: str) -> None:  # the run side is never handed over
+        return None
+
+
+# ---- the engine calls -------------------------------------------------------------------------------
+def build_engine(kit: EngineKit, held: Held, plan: RunPlan) -> Any:
+    """The run's engine, given the run's log (fenced by this holder's gen)."""
+    assert held.sink is not None
+    return kit.build(held.run_id, plan, held.sink, log=held.log)
+
+
+async def apply_intent(held: Held, logged: Logged) -> tuple[IntentReply, bool]:
+    """Apply one new intent; (the reply, False: an engine that matches answers by question never finds
+    one stale)."""
+    assert held.engine is not None
+    return await held.engine.apply(logged.intent), False
+
+
+def is_slow(intent: Intent) -> bool:
+    """An oracle question takes its own time: it never holds up the intents after it."""
+    return intent.op is Op.ORACLE
