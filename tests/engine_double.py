@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.transport.base import RunEnd, RunSink
-from adapters.transport.intents import Intent, Op, Reply, Settled
+from adapters.transport.intents import Intent, IntentReply, Op, Settled
 from adapters.transport.plan import RunPlan
 from flower_core import Event
 
@@ -71,22 +71,22 @@ class EngineDouble:
         self._task.cancel()
         return True
 
-    async def apply(self, intent: Intent) -> Reply:
+    async def apply(self, intent: Intent) -> IntentReply:
         if intent.iid in self._seen:
-            return Reply()
+            return IntentReply()
         self._seen.add(intent.iid)
         self.applied.append(intent)
         if intent.op is Op.STOP:
             self.cancel("stopped")
-            return Reply(ok=True)
+            return IntentReply(ok=True)
         self._unsettled.append(intent.iid)
         if intent.op is Op.SEND:
-            return Reply(mail=f"m-{intent.iid[:6]}")
+            return IntentReply(mail=f"m-{intent.iid[:6]}")
         if intent.op is Op.INTERRUPT:
-            return Reply(in_flight=True)
+            return IntentReply(in_flight=True)
         if intent.op is Op.ORACLE:
-            return Reply(answer=f"about {intent.text}")
-        return Reply(ok=True)
+            return IntentReply(answer=f"about {intent.text}")
+        return IntentReply(ok=True)
 
     def turn_done(self) -> list[str]:
         """What was applied is durable now: settle it (the iids settled)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.transport import RunEnd, RunPlan, wire
-from adapters.transport.intents import Intent, Op, Reply
+from adapters.transport.intents import Intent, IntentReply, Op
 from adapters.transport.redis_conn import where
 from flower_core import Event
 from flower_core.runtime.parked import last_open_call
@@ -38,15 +38,14 @@ def test_an_end_and_a_plan_round_trip() -> None:
     assert RunPlan.from_json(plan.to_json()) == plan
 
 
-def test_intents_name_their_holder_only_when_they_must() -> None:
+def test_intents_and_replies_travel_as_stream_fields() -> None:
     intent = Intent(Op.ANSWER, text="yes", ask="q1")
-    answer = wire.intent_entry(intent, gen=3)
+    answer = wire.intent_entry(intent)
     mail = wire.intent_entry(Intent(Op.SEND, text="hi"), reply=False)
-    assert answer["gen"] == "3" and answer["reply"] == "1" and mail["gen"] == "" and mail["reply"] == ""
+    assert answer["reply"] == "1" and mail["reply"] == ""
     assert wire.intent_of(answer) == intent and answer["iid"] == intent.iid
     assert wire.intent_of(wire.control_entry("sync")) is None and wire.intent_of({"intent": "{nope"}) is None
-    reply, stale = wire.reply_of(wire.reply_json(Reply(ok=False, mail="m1"), stale=True))
-    assert reply == Reply(ok=False, mail="m1") and stale
+    assert wire.reply_of(wire.reply_json(IntentReply(ok=False, mail="m1"))) == IntentReply(ok=False, mail="m1")
 
 
 def test_urls_in_messages_carry_no_credentials() -> None:

@@ -28,6 +28,7 @@ from adapters.chores import Chores
 from adapters.transport import replay as _replay
 from adapters.transport.intents import Intent, IntentReply, Op, RunLog, Settled, mail_id_for
 from flower_core import Event, Lineage
+from flower_core.runtime.transcript import SessionFacts
 
 log = logging.getLogger(__name__)
 
@@ -50,25 +51,38 @@ class Applier:
         self._in_flight: set[str] = set()  # interrupts that found a step running: at the step's end
         self._later: set[str] = set()  # words for the next prompt, stops: at the run's end
         self._waiting: list[Intent] = []  # answers for the question the step is about to restore
+        self._expected: set[str] = set()  # questions the step is about to restore (squashed text)
+        self._replayed = asyncio.Event()  # set once the start's replay is done (live intents wait for it)
         self._chores = Chores()
 
     # ---- 1. start ---------------------------------------------------------------------------------
     async def replay(self) -> bool:
-        """Re-apply what the last holder left; True when a stop is among it (the run must not go on)."""
-        if self.log is None:
-            return False
-        intents = self.log.unsettled()
-        if not intents:
-            return False
+        """Re-apply what the last holder left; True when a stop is among it (the run must not go on).
+        Live intents wait until it is done (`apply`), so each is judged against the same facts."""
         try:
-            facts = await self.runtime.session_facts(self._sessions())
+            return await self._replay()
+        finally:
+            self._replayed.set()
+
+    async def _replay(self) -> bool:
+        sessions = self._sessions()
+        intents = self.log.unsettled() if self.log is not None else []
+        if not intents and not sessions:
+            return False  # a fresh run: nothing to replay, nothing to restore
+        try:
+            facts = await self.runtime.session_facts(sessions)
         except Exception as exc:  # the store is unreadable: re-apply everything rather than drop anything
             log.warning("run %s: stored sessions unreadable, replaying every input: %r", self.run_id, exc)
-            facts = _NoFacts()
+            facts = SessionFacts()  # nothing known to have reached the model
+        # Questions the step will restore from its session: an answer arriving before they are asked
+        # again waits for them instead of being refused.
+        self._expected = {_squash(a.question) for a in facts.asks if a.result is None}
         todo = _replay.plan(intents, facts)
         for intent in todo.delivered:
+            self._seen[intent.iid] = IntentReply()
             self._settle(intent.iid, Settled.DONE)
         for intent in todo.moot:
+            self._seen[intent.iid] = IntentReply(ok=False)
             self._settle(intent.iid, Settled.MOOT)
         if todo.stop is not None:
             return True
@@ -83,9 +97,12 @@ class Applier:
                 self._mail[mail_id_for(intent)] = intent.iid
                 self._seen[intent.iid] = IntentReply(mail=mail_id_for(intent))
         self._waiting = list(todo.waiting)
+        for intent in [*todo.waiting, *todo.to_inbox]:
+            self._seen[intent.iid] = IntentReply()  # it will reach the model: a re-delivery hears "ok"
         for intent in todo.to_inbox:
             self._to_inbox(intent)
         for intent in todo.oracle:
+            self._seen[intent.iid] = IntentReply()  # asked again below; its answer is published as an event
             self._chores.spawn(self._replay_oracle(intent))
         return False
 
@@ -114,6 +131,7 @@ class Applier:
 
     # ---- 2. live ----------------------------------------------------------------------------------
     async def apply(self, intent: Intent) -> IntentReply:
+        await self._replayed.wait()
         if intent.iid in self._seen:
             return self._seen[intent.iid]
         reply = await self._apply(intent)
@@ -144,7 +162,8 @@ class Applier:
     def _answer(self, intent: Intent) -> IntentReply:
         target = self._target(intent)
         if target is None:
-            if any(_squash(w.question) == _squash(intent.question) for w in self._waiting):
+            if _squash(intent.question) in self._expected or any(
+                    _squash(w.question) == _squash(intent.question) for w in self._waiting):
                 self._waiting.append(intent)  # its question is being restored right now: it decides there
                 return IntentReply()
             self._settle(intent.iid, Settled.REFUSED)
@@ -184,14 +203,16 @@ class Applier:
         if ev.kind == "ask" and p.get("kind") == "mail":
             if p.get("state") == "delivered" and str(p.get("id")) in self._mail:
                 self._taken.add(self._mail.pop(str(p.get("id"))))
-        elif ev.kind == "ask" and p.get("state") == "asked" and p.get("restored") and self._waiting:
+        elif ev.kind == "ask" and p.get("state") == "asked" and p.get("restored"):
             asked = _squash(ev.text)
+            self._expected.discard(asked)
             mine = [w for w in self._waiting if _squash(w.question) == asked]
             if mine:
                 self._waiting = [w for w in self._waiting if w not in mine]
                 # Not from inside the channel's own emit: once this event is handled.
                 asyncio.get_running_loop().call_soon(self._give, mine, str(p.get("id", "")))
-        elif ev.kind == "system" and ev.text == "init" and self._waiting:
+        elif ev.kind == "system" and ev.text == "init" and (self._waiting or self._expected):
+            self._expected.clear()
             self._flush_waiting()  # a CLI started: the step went on without restoring the question
 
     def _give(self, intents: list[Intent], ask_id: str) -> None:
@@ -204,6 +225,7 @@ class Applier:
                 self._settle(intent.iid, Settled.REFUSED)
 
     def _flush_waiting(self) -> None:
+        self._expected.clear()
         waiting, self._waiting = self._waiting, []
         for intent in waiting:
             if intent.op is Op.ANSWER:
@@ -237,15 +259,3 @@ class Applier:
         except Exception as exc:  # a log problem costs a replay later, never the run
             log.warning("run %s: intent %s not settled: %r", self.run_id, iid, exc)
 
-
-class _NoFacts:
-    """Facts of an unreadable store: nothing is known to have reached the model."""
-
-    def open(self, question: str) -> bool:
-        return False
-
-    def settled(self, question: str) -> bool:
-        return False
-
-    def delivered(self, marker: str, *, since: float = 0.0, prompts_only: bool = False) -> int:
-        return 0

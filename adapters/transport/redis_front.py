@@ -230,14 +230,11 @@ class RedisTransport:
             self._bg.spawn(follow.sink.ended(wire.end_of(fields)))
 
     # ---- intents out ----------------------------------------------------------------------------
-    async def submit(self, run_id: str, intent: Intent, *, for_holder: bool = False,
-                     timeout: float | None = None) -> IntentReply:
+    async def submit(self, run_id: str, intent: Intent, *, timeout: float | None = None) -> IntentReply:
         """Log the intent in the run's stream (durable once this returns or raises Undelivered), then
-        wait for the holder's reply. `for_holder`: an answer bound to the holder the card came from
-        (what an engine without an intent log needs: question ids restart with every holder)."""
+        wait for the holder's reply."""
         follow = self.runs.get(run_id)
-        gen = follow.gen if (for_holder and follow is not None) else None
-        fields = wire.intent_entry(intent, gen=gen)
+        fields = wire.intent_entry(intent)
         await persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields))
         holder, seen = (follow.holder, follow.gen) if follow is not None else ("", None)
         wait = self.reply_timeout_s if timeout is None else timeout
@@ -258,10 +255,7 @@ class RedisTransport:
                 [self.keys.reply(intent.iid)], timeout=s))
             if got is not None:
                 break
-        reply, stale = wire.reply_of(got[1])
-        if stale:
-            raise Undelivered(f"run {run_id} has moved to another worker")
-        return reply
+        return wire.reply_of(got[1])
 
     async def keep(self, run_id: str, intent: Intent) -> None:
         """Log an intent for a run nobody holds now (asleep, or waiting for room): its next holder applies it."""

@@ -108,11 +108,11 @@ def build_engine(kit: EngineKit, held: Held, plan: RunPlan) -> Any:
     return kit.build(held.run_id, plan, held.sink, log=held.log)
 
 
-async def apply_intent(held: Held, logged: Logged) -> tuple[IntentReply, bool]:
-    """Apply one new intent; (the reply, False: an engine that matches answers by question never finds
-    one stale)."""
+async def apply_intent(held: Held, logged: Logged) -> IntentReply:
+    """Apply one new intent; the engine's reply."""
     assert held.engine is not None
-    return await held.engine.apply(logged.intent), False
+    reply: IntentReply = await held.engine.apply(logged.intent)
+    return reply
 
 
 def is_slow(intent: Intent) -> bool:

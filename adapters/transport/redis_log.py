@@ -30,19 +30,17 @@ from adapters.transport.intents import Intent, Settled
 
 @dataclass(frozen=True)
 class Logged:
-    """An intent as it sits in the stream: `reply`, the front waits for one; `for_gen`, the holder an
-    answer was meant for ("" = whoever holds the run)."""
+    """An intent as it sits in the stream: `reply`, the front waits for one."""
 
     intent: Intent
     reply: bool = False
-    for_gen: str = ""
 
     @classmethod
     def of(cls, fields: dict[Any, Any]) -> Logged | None:
         intent = wire.intent_of(fields)
         if intent is None:
             return None
-        return cls(intent, bool(wire.text(fields, "reply")), wire.text(fields, "gen"))
+        return cls(intent, bool(wire.text(fields, "reply")))
 
 
 class HeldLog:

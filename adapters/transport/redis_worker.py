@@ -385,12 +385,12 @@ class RedisWorker:
 
     async def _apply(self, held: Held, logged: Logged) -> None:
         try:
-            reply, stale = await apply_intent(held, logged)
+            reply = await apply_intent(held, logged)
         except Exception as exc:  # a bad intent must never hurt the run
             log.warning("run %s: intent %s not applied: %r", held.run_id, logged.intent.iid, exc)
             return
         if logged.reply and held.active:
-            body = wire.reply_json(reply, stale=stale)
+            body = wire.reply_json(reply)
             if not await persist("reply", lambda: self._f.reply(held.run_id, held.gen, logged.intent.iid, body)):
                 self._superseded(held, "a reply was refused")
 

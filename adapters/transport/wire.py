@@ -120,11 +120,10 @@ def _now() -> str:
 
 
 # ---- chat side -> run side ----------------------------------------------------------------------
-def intent_entry(intent: Intent, *, reply: bool = True, gen: int | None = None) -> dict[str, str]:
-    """An intent as its stream entry. `reply`: the front waits for one. `gen`: the holder an answer was
-    meant for (None: whoever holds the run); only an engine without `apply` (legacy) looks at it."""
-    return {"iid": intent.iid, "intent": intent.to_json(), "reply": "1" if reply else "",
-            "gen": "" if gen is None else str(gen)}
+def intent_entry(intent: Intent, *, reply: bool = True) -> dict[str, str]:
+    """An intent as its stream entry. `reply`: the front waits for one. (Whoever holds the run applies
+    it: an answer finds its question by text, so it is never bound to one holder.)"""
+    return {"iid": intent.iid, "intent": intent.to_json(), "reply": "1" if reply else ""}
 
 
 def control_entry(what: str) -> dict[str, str]:
@@ -143,12 +142,11 @@ def intent_of(fields: dict[Any, Any]) -> Intent | None:
         return None
 
 
-def reply_json(reply: IntentReply, *, stale: bool = False) -> str:
-    """`stale`: the intent was meant for an earlier holder (the front keeps the answer on its card)."""
-    return json.dumps({**asdict(reply), "stale": stale}, ensure_ascii=False)
+def reply_json(reply: IntentReply) -> str:
+    return json.dumps(asdict(reply), ensure_ascii=False)
 
 
-def reply_of(raw: str) -> tuple[IntentReply, bool]:
+def reply_of(raw: str) -> IntentReply:
     data: dict[str, Any] = json.loads(raw)
     known = {k: v for k, v in data.items() if k in IntentReply.__dataclass_fields__}
-    return IntentReply(**known), bool(data.get("stale"))
+    return IntentReply(**known)
