@@ -260,13 +260,14 @@ class LiveRun:
         try:
             reply = await self._submit(intent)
         except Undelivered:
-            if self.successor is not None:  # the run moved while we waited: its new view has the card
-                self.ledger.release(card.card_id)
-                there = self.successor.view.open_card(card.card_id) or replace(card, ask_id="")
-                return await self.successor.answer(there, text, user, decline=decline, where=where)
-            self.pipe.put(self.view.show_card(replace(card, note=f"Answer from {self.view.cfg.who(user)} kept: "
-                                                                  "the run is moving to another worker.")))
-            return IntentResult(True, UNHELD, self.run_id)
+            # The intent is logged: whoever holds the run next replays it (never submitted again under a
+            # new id, which would answer twice). The card stays held; the run's newest view shows why.
+            shown = self.successor or self
+            there = shown.view.open_card(card.card_id) if shown is not self else card
+            if there is not None:  # (a successor that already applied it shows the card answered)
+                shown.pipe.put(shown.view.show_card(replace(
+                    there, note=f"Answer from {self.view.cfg.who(user)} kept: the run is moving to another worker.")))
+            return IntentResult(True, MOVED if self.successor is not None else UNHELD, self.run_id)
         if not reply.ok:
             self.ledger.release(card.card_id)
             return IntentResult(False, "That question is no longer waiting (answered, declined or timed out).",
