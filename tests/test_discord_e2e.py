@@ -153,7 +153,11 @@ async def test_runs_list_stop_buttons_and_the_stop_form(double_factory: Any, cli
                                                         discord_double: DiscordDouble) -> None:
     d = discord_double
     md = await double_factory(scenario_of({"name": "main", "turn": [
-        {"say": "Asking.", "call": [ask_call("Proceed?", ["yes", "no"])]}]}))
+        {"say": "Asking.", "call": [ask_call("Proceed?", ["yes", "no"])]},
+        # after the interrupt the run asks again, so it is still waiting when it is stopped below
+        # (the turn played counts assistant messages, which an interrupted call may leave one or two of)
+        {"say": "Asking again.", "call": [ask_call("Still proceed?", ["yes", "no"])]},
+        {"say": "Asking again.", "call": [ask_call("Still proceed?", ["yes", "no"])]}]}))
     alice, mallory = d.person("Alice"), d.person("Mallory")
     bridge, hub = await start_bot(d, tmp_path, md, cli_home, MemoryStateStore())
     try:
@@ -180,6 +184,7 @@ async def test_runs_list_stop_buttons_and_the_stop_form(double_factory: Any, cli
         await d.until(lambda _: interrupted.texts())
         assert interrupted.texts()[0].startswith("Interrupted") and "subagent" in interrupted.texts()[0]
         await d.until(lambda _: message_with(d, thread, "Alice interrupted the agent"))
+        await d.until(lambda _: open_card(d, thread, "Still proceed?"))
 
         # Ending a run: an outsider is refused (by command and by the card's Stop form), the owner ends it.
         end = await d.slash(mallory, "end", channel_id=thread)

@@ -24,6 +24,7 @@ over Redis; either way each input is logged durably before anyone is told "ok".
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -52,6 +53,8 @@ from adapters.transport import LocalTransport, Transport
 from adapters.transport.engine import EngineKit
 from adapters.transport.intents import StoreIntentLog
 from adapters.view import fmt as _fmt
+
+log = logging.getLogger(__name__)
 
 Verb = Literal["start", "answer", "send", "stop"]
 
@@ -355,15 +358,23 @@ class Hub:
             await live.finished.wait()
         return live
 
-    async def close(self) -> None:
+    async def close(self, *, deadline_s: float = 30.0) -> None:
         """The bot is going away: live runs stop quietly, their cards stay open and their status
-        stays live in the store, so the next process brings them back exactly as after a crash."""
+        stays live in the store, so the next process brings them back exactly as after a crash.
+        A run whose thread does not flush within `deadline_s` is left as it is (named in the log): the
+        store already says it was live, so the next process brings it back all the same."""
         self.mirrors.close()
         runs = list(self.book.live.values())
         for live in runs:
             live.cancel("shutdown")
-        for live in runs:
-            await live.finished.wait()
+        waits = [asyncio.ensure_future(live.finished.wait()) for live in runs]
+        if waits:
+            _done, late = await asyncio.wait(waits, timeout=deadline_s)
+            for task in late:
+                task.cancel()
+            stuck = [live.run_id for live in runs if not live.finished.is_set()]
+            if stuck:
+                log.warning("closing: runs %s did not flush within %gs; left for the next process", stuck, deadline_s)
         await self.transport.close()
 
     async def open(self) -> None:
