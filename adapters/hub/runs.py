@@ -272,8 +272,7 @@ class LiveRun:
             self.ledger.release(card.card_id)
             return IntentResult(False, "That question is no longer waiting (answered, declined or timed out).",
                                 self.run_id, duplicate=True)
-        rec = self.ledger.get(card.card_id)
-        if rec is not None and rec.state == "asked":  # applied to nothing yet: a restart is bringing it back
+        if reply.kept:  # applied to nothing yet: a restart is bringing its question back
             return IntentResult(True, "Your answer is kept: the run was restarted since, and it reaches the run when "
                                 "the question is asked again (or its inbox if it goes on without asking).",
                                 self.run_id)

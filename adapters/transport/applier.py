@@ -98,7 +98,7 @@ class Applier:
                 self._seen[intent.iid] = IntentReply(mail=mail_id_for(intent))
         self._waiting = list(todo.waiting)
         for intent in [*todo.waiting, *todo.to_inbox]:
-            self._seen[intent.iid] = IntentReply()  # it will reach the model: a re-delivery hears "ok"
+            self._seen[intent.iid] = IntentReply(kept=True)  # it will reach the model: a re-delivery hears "ok"
         for intent in todo.to_inbox:
             self._to_inbox(intent)
         for intent in todo.oracle:
@@ -165,7 +165,7 @@ class Applier:
             if _squash(intent.question) in self._expected or any(
                     _squash(w.question) == _squash(intent.question) for w in self._waiting):
                 self._waiting.append(intent)  # its question is being restored right now: it decides there
-                return IntentReply()
+                return IntentReply(kept=True)
             self._settle(intent.iid, Settled.REFUSED)
             return IntentReply(ok=False)
         settle = self.channel.answer if intent.op is Op.ANSWER else self.channel.decline

@@ -89,11 +89,13 @@ class IntentReply:
     """What the run side says back about one intent (what a person is then told is the chat side's).
 
     ``ok``: answer/decline reached a waiting question, stop found something to stop; ``mail``: the
-    mail's id; ``in_flight``: an interrupt found a step running; ``answer``/``error``: the oracle's."""
+    mail's id; ``in_flight``: an interrupt found a step running; ``answer``/``error``: the oracle's;
+    ``kept``: an answer waits for its question, which a restart is bringing back (or goes to the inbox)."""
 
     ok: bool = True
     mail: str = ""
     in_flight: bool = False
+    kept: bool = False
     answer: str = ""
     error: str = ""
 
