@@ -2,10 +2,10 @@
 Redis — one Redis outage longer than dead-after, workers restarted under their old names — against real
 processes, with answers and interrupts through the HTTP API and the model double in this process.
 
-Held to: no run ends up with two holders acting at once, none is stuck, a killed worker's runs are held
-again within dead-after + 1 s at p95, and every accepted answer and interrupt reached the model exactly
-once (the next holder replays what the dead one left unsettled). `bench/bench_fleet_campaign.py` runs
-100 kills."""
+Held to: no run ends up with two holders acting at once, none is stuck, and every accepted answer and
+interrupt reached the model exactly once (the next holder replays what the dead one left unsettled). How
+fast a run is held again is measured, not asserted: `bench/bench_fleet_campaign.py` runs 100 kills and
+prints the takeover p50/p95."""
 
 from __future__ import annotations
 
@@ -29,9 +29,6 @@ async def test_twelve_kills(tmp_path: Path) -> None:
     assert report.answers and report.runs, table  # the campaign did something
     assert not report.two_holders, table
     assert not report.stuck, table
-    if report.takeovers:
-        p95 = sorted(report.takeovers)[max(0, round(0.95 * (len(report.takeovers) - 1)))]
-        assert p95 <= DEAD_AFTER_S + 1.0, table
     _total, _once, lost, dup = report.count(report.answers)
     _i_total, _i_once, i_lost, i_dup = report.count(report.interrupts)
     assert not (lost or dup or i_lost or i_dup), table
