@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from adapters.discord_bridge import DiscordBridge, DiscordSettings
+from adapters.discord_bridge import DiscordFrontend, DiscordSettings
 from adapters.hub import Hub, RunFactory, RunPlan
 from adapters.state import StateStore
 from adapters.surface import DISCORD
@@ -46,9 +46,9 @@ def settings(double: DiscordDouble, **kw: Any) -> DiscordSettings:
 
 
 async def start_bot(double: DiscordDouble, tmp_path: Path, md: Any, cli_home: Path, store: StateStore,
-                    **hub_kw: Any) -> tuple[DiscordBridge, Hub]:
+                    **hub_kw: Any) -> tuple[DiscordFrontend, Hub]:
     """A bridge on the double and a hub on the model double, wired the way the bot process wires them."""
-    bridge = DiscordBridge(settings(double))
+    bridge = DiscordFrontend(settings(double))
     bridge.surface.limits = FAST_LIMITS
     hub = make_hub(tmp_path, md, cli_home, bridge.surface, store, **hub_kw)  # type: ignore[arg-type]
     bridge.attach(hub)
@@ -56,7 +56,7 @@ async def start_bot(double: DiscordDouble, tmp_path: Path, md: Any, cli_home: Pa
     return bridge, hub
 
 
-async def stop_bot(bridge: DiscordBridge, hub: Hub) -> None:
+async def stop_bot(bridge: DiscordFrontend, hub: Hub) -> None:
     await hub.close()
     await bridge.stop()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import discord
 import pytest
 
-from adapters.discord_bridge import INTENT_HINT, DiscordBridge, DiscordStartError
+from adapters.discord_bridge import INTENT_HINT, DiscordFrontend, DiscordStartError
 from adapters.hub import Hub
 from adapters.state import ChannelPolicy, MemoryStateStore
 from adapters.surface import Button, OutMessage, PermanentSurfaceError, ThreadRef, TransientSurfaceError
@@ -22,8 +22,8 @@ __all__ = ["discord_double"]
 
 
 @pytest.fixture
-async def bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tuple[DiscordBridge, Hub]]:
-    bridge = DiscordBridge(settings(discord_double))
+async def bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tuple[DiscordFrontend, Hub]]:
+    bridge = DiscordFrontend(settings(discord_double))
     hub = hub_of(bridge.surface, MemoryStateStore(), root=tmp_path / "runs")  # type: ignore[arg-type]
     bridge.attach(hub)
     await bridge.start()
@@ -31,7 +31,7 @@ async def bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tu
     await bridge.stop()
 
 
-async def a_thread(bridge: DiscordBridge, channel_id: int, name: str = "side talk") -> discord.Thread:
+async def a_thread(bridge: DiscordFrontend, channel_id: int, name: str = "side talk") -> discord.Thread:
     channel = bridge.client.get_channel(channel_id)
     assert isinstance(channel, discord.TextChannel)
     starter = await channel.send("a starter")
@@ -39,7 +39,7 @@ async def a_thread(bridge: DiscordBridge, channel_id: int, name: str = "side tal
 
 
 async def test_commands_explain_bad_input_to_the_caller_alone(discord_double: DiscordDouble,
-                                                              bot: tuple[DiscordBridge, Hub]) -> None:
+                                                              bot: tuple[DiscordFrontend, Hub]) -> None:
     d, (bridge, hub) = discord_double, bot
     alice = d.person("Alice")
     side = await a_thread(bridge, d.channel_id)
@@ -75,7 +75,7 @@ async def test_commands_explain_bad_input_to_the_caller_alone(discord_double: Di
 
 
 async def test_the_surface_posts_edits_reacts_and_maps_errors(discord_double: DiscordDouble,
-                                                             bot: tuple[DiscordBridge, Hub]) -> None:
+                                                             bot: tuple[DiscordFrontend, Hub]) -> None:
     d, (bridge, hub) = discord_double, bot
     surface = bridge.surface
     thread = await a_thread(bridge, d.channel_id, "a run")
@@ -128,20 +128,20 @@ async def test_the_surface_posts_edits_reacts_and_maps_errors(discord_double: Di
 
 async def test_start_refusals_are_one_clear_line(discord_double: DiscordDouble) -> None:
     d = discord_double
-    bad = DiscordBridge(settings(d, token="not-the-token"))
+    bad = DiscordFrontend(settings(d, token="not-the-token"))
     with pytest.raises(DiscordStartError, match="refused DISCORD_TOKEN") as err:
         await bad.start()
     assert "not-the-token" not in str(err.value)
 
     d.gateway.refuse_privileged = True
-    no_intent = DiscordBridge(settings(d))
+    no_intent = DiscordFrontend(settings(d))
     with pytest.raises(DiscordStartError) as err:
         await no_intent.start()
     assert str(err.value) == INTENT_HINT and "MESSAGE CONTENT INTENT" in INTENT_HINT
 
     # With only the REST base configured, the gateway URL is the one that API names.
     d.gateway.refuse_privileged = False
-    found = DiscordBridge(settings(d, gateway_url=None))
+    found = DiscordFrontend(settings(d, gateway_url=None))
     await found.start()
     try:
         assert d.rest("GET", "/gateway/bot") and d.gateway.connected

@@ -20,7 +20,7 @@ import discord
 import pytest
 from discord import app_commands
 
-from adapters.discord_bridge import DiscordBridge
+from adapters.discord_bridge import DiscordFrontend
 from adapters.discord_bridge.connection import Backoff
 from adapters.discord_bridge.errors import FAILED, UNKNOWN_COMMAND, Told, told
 from adapters.hub import Hub
@@ -37,8 +37,8 @@ __all__ = ["discord_double", "no_bot_left_behind"]
 
 
 @pytest.fixture
-async def bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tuple[DiscordBridge, Hub]]:
-    bridge = DiscordBridge(settings(discord_double))
+async def bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tuple[DiscordFrontend, Hub]]:
+    bridge = DiscordFrontend(settings(discord_double))
     hub = hub_of(bridge.surface, MemoryStateStore(), root=tmp_path / "runs")
     bridge.attach(hub)
     await bridge.start()
@@ -69,7 +69,7 @@ INTERACTION_HOLES = [("data",), ("token",), ("id",), ("member", "user"), ("membe
 MESSAGE_HOLES = [("content",), ("id",), ("channel_id",), ("author",)]
 
 
-async def a_card(bridge: DiscordBridge, d: DiscordDouble) -> int:
+async def a_card(bridge: DiscordFrontend, d: DiscordDouble) -> int:
     """A question card of this bot, for a run it does not know (a click is answered with a refusal)."""
     channel = bridge.client.get_channel(d.channel_id)
     assert isinstance(channel, discord.TextChannel)
@@ -88,7 +88,7 @@ async def clicked(d: DiscordDouble, person: Any, card: int) -> Ix:
 @pytest.mark.parametrize("hole", [("member",), ("member", "user"), ("data",), ("data", "custom_id"), ("token",)],
                          ids="-".join)
 async def test_a_malformed_click_is_logged_once_and_later_clicks_still_work(
-        discord_double: DiscordDouble, bot: tuple[DiscordBridge, Hub], caplog: pytest.LogCaptureFixture,
+        discord_double: DiscordDouble, bot: tuple[DiscordFrontend, Hub], caplog: pytest.LogCaptureFixture,
         hole: tuple[str, ...]) -> None:
     d, (bridge, _) = discord_double, bot
     alice = d.person("Alice")
@@ -107,7 +107,7 @@ async def test_a_malformed_click_is_logged_once_and_later_clicks_still_work(
                          + [("MESSAGE_CREATE", h) for h in MESSAGE_HOLES], ids=lambda v: "-".join(v)
                          if isinstance(v, tuple) else v)
 async def test_a_malformed_dispatch_is_logged_once_and_later_commands_still_work(
-        discord_double: DiscordDouble, bot: tuple[DiscordBridge, Hub], caplog: pytest.LogCaptureFixture,
+        discord_double: DiscordDouble, bot: tuple[DiscordFrontend, Hub], caplog: pytest.LogCaptureFixture,
         event: str, hole: tuple[str, ...]) -> None:
     d = discord_double
     alice = d.person("Alice")
@@ -151,7 +151,7 @@ async def shown(d: DiscordDouble, payload: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize(("top", "sub"), [("flower", "nope"), ("flowr", "help")], ids=["sub", "top"])
 async def test_an_unknown_command_is_told_plainly_and_logged_in_one_line(
-        discord_double: DiscordDouble, bot: tuple[DiscordBridge, Hub], caplog: pytest.LogCaptureFixture,
+        discord_double: DiscordDouble, bot: tuple[DiscordFrontend, Hub], caplog: pytest.LogCaptureFixture,
         top: str, sub: str) -> None:
     d = discord_double
     alice = d.person("Alice")
@@ -166,7 +166,7 @@ async def test_an_unknown_command_is_told_plainly_and_logged_in_one_line(
 
 
 async def test_a_failing_command_tells_a_plain_sentence_and_logs_the_detail(
-        discord_double: DiscordDouble, bot: tuple[DiscordBridge, Hub], caplog: pytest.LogCaptureFixture,
+        discord_double: DiscordDouble, bot: tuple[DiscordFrontend, Hub], caplog: pytest.LogCaptureFixture,
         monkeypatch: pytest.MonkeyPatch) -> None:
     d, (_, hub) = discord_double, bot
     alice = d.person("Alice")
@@ -204,8 +204,8 @@ QUICK = Backoff(first_s=0.05, max_s=1.0, fatal_s=0.3)
 
 
 @pytest.fixture
-async def quick_bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tuple[DiscordBridge, Hub]]:
-    bridge = DiscordBridge(settings(discord_double, backoff=QUICK))
+async def quick_bot(discord_double: DiscordDouble, tmp_path: Path) -> AsyncIterator[tuple[DiscordFrontend, Hub]]:
+    bridge = DiscordFrontend(settings(discord_double, backoff=QUICK))
     hub = hub_of(bridge.surface, MemoryStateStore(), root=tmp_path / "runs")
     bridge.attach(hub)
     await bridge.start()
@@ -219,7 +219,7 @@ def errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 @pytest.mark.parametrize("code", [4004, 4013, 4014])
 async def test_a_fatal_close_code_is_logged_and_the_connection_made_again(
-        discord_double: DiscordDouble, quick_bot: tuple[DiscordBridge, Hub], caplog: pytest.LogCaptureFixture,
+        discord_double: DiscordDouble, quick_bot: tuple[DiscordFrontend, Hub], caplog: pytest.LogCaptureFixture,
         code: int) -> None:
     d, (bridge, _) = discord_double, quick_bot
     alice = d.person("Alice")
@@ -239,7 +239,7 @@ async def test_a_fatal_close_code_is_logged_and_the_connection_made_again(
                                    {"op": 0, "t": "READY", "s": 99, "d": {}}],  # a READY without a session
                          ids=["hello", "ready"])
 async def test_a_crash_of_the_connection_task_is_logged_and_the_connection_made_again(
-        discord_double: DiscordDouble, quick_bot: tuple[DiscordBridge, Hub], caplog: pytest.LogCaptureFixture,
+        discord_double: DiscordDouble, quick_bot: tuple[DiscordFrontend, Hub], caplog: pytest.LogCaptureFixture,
         frame: dict[str, Any]) -> None:
     """Frames discord.py handles in its gateway loop itself (not in a parser): they end its task."""
     d, (bridge, _) = discord_double, quick_bot
@@ -259,7 +259,7 @@ async def test_stop_during_the_wait_before_connecting_again_is_prompt(discord_do
                                                                      tmp_path: Path) -> None:
     """SIGTERM while the connection is down and the next attempt is minutes away: the bridge stops now."""
     d = discord_double
-    bridge = DiscordBridge(settings(d, backoff=Backoff(first_s=600, max_s=600, fatal_s=600)))
+    bridge = DiscordFrontend(settings(d, backoff=Backoff(first_s=600, max_s=600, fatal_s=600)))
     bridge.attach(hub_of(bridge.surface, MemoryStateStore(), root=tmp_path / "runs"))
     await bridge.start()
     try:
@@ -281,7 +281,8 @@ def test_the_wait_after_a_crash_doubles_up_to_a_bound_and_starts_over_after_a_go
 
 
 async def test_a_login_refused_while_connecting_again_is_retried_after_the_long_wait(
-        discord_double: DiscordDouble, quick_bot: tuple[DiscordBridge, Hub], caplog: pytest.LogCaptureFixture) -> None:
+        discord_double: DiscordDouble, quick_bot: tuple[DiscordFrontend, Hub], caplog: pytest.LogCaptureFixture,
+) -> None:
     d, (bridge, _) = discord_double, quick_bot
     alice = d.person("Alice")
     first = bridge.client

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 from adapters.discord_bridge.client import FlowerClient, intents, invite_url, permissions
-from adapters.discord_bridge.context import Context
+from adapters.discord_bridge.context import DiscordContext
 
 MANIFEST = Path(__file__).resolve().parent.parent / "manifest" / "discord-commands.json"
 
 
 def test_the_manifest_is_exactly_what_the_bot_syncs() -> None:
-    client = FlowerClient(Context())
+    client = FlowerClient(DiscordContext())
     synced = [cmd.to_dict(client.tree) for cmd in client.tree.get_commands()]
     assert json.loads(MANIFEST.read_text(encoding="utf-8")) == json.loads(json.dumps(synced))
     [flower] = synced

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from adapters.hub import IntentResult
-from adapters.slack.payloads import PayloadError, text_field
+from adapters.slack.inbound import PayloadError, text_field
 from adapters.state import RunRecord
 from adapters.surface import ThreadRef
 from tests.slack_double import SlackDouble

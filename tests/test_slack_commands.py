@@ -158,10 +158,10 @@ async def test_agent_sessions_where_unsupported_are_logged_once_and_left_alone(
     async with SlackDouble(sessions_error="not_allowed_token_type") as double, \
             slack_bot(tmp_path, None, tmp_path, double) as bot:
         sessions = bot.frontend.sessions
-        sessions.want(bot.frontend.bridge.thread(C1, "1.0"), "processing")
+        sessions.want(bot.frontend.ctx.thread(C1, "1.0"), "processing")
         await sessions.settle()
-        sessions.want(bot.frontend.bridge.thread(C1, "1.0"), "active")
-        sessions.want(bot.frontend.bridge.thread(C1, "2.0"), "processing")
+        sessions.want(bot.frontend.ctx.thread(C1, "1.0"), "active")
+        sessions.want(bot.frontend.ctx.thread(C1, "2.0"), "processing")
         await sessions.settle()
         assert len(double.called("agents.sessions.setStatus", ok_only=False)) == 1 and not sessions.enabled
     warned = [r for r in caplog.records if "agent sessions are off" in r.getMessage()]

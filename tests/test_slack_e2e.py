@@ -47,7 +47,7 @@ async def test_a_run_in_a_channel_thread_from_start_to_summary(double_factory: A
         assert await double.slash("/flower", "pick a colour", user="UALICE", channel=C1) is None
         q1 = await double.wait_for(lambda d: d.roots(C1) and card(d, C1, root_of(d).ts, "Which colour?"))
         root = root_of(double)
-        run = bot.store.run_for_thread(bot.frontend.bridge.thread(C1, root.ts))
+        run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root.ts))
         assert run is not None and len(double.roots(C1)) == 1
         assert [b["text"]["text"] for b in q1.buttons()] == ["red", "blue", "Answer in words…", "Decline"]
         assert "Reply `q1: …`" in q1.body()

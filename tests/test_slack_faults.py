@@ -39,7 +39,7 @@ async def test_429s_on_post_and_update_lose_nothing_and_keep_order(double_factor
         double.fail("chat.postEphemeral", 1, retry_after=RETRY_AFTER)  # slack-sdk's own retry handler
         await double.click(ask, "yes", user="UALICE")
         await double.click(ask, "yes", user="UBOB")  # late: its ephemeral meets a 429 first
-        run = bot.store.run_for_thread(bot.frontend.bridge.thread(C1, root))
+        run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root))
         assert run is not None
         live = await bot.hub.wait(run)
         assert live is not None and live.pipe.fanout.stats.dropped == 0

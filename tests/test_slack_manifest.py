@@ -63,7 +63,7 @@ async def test_every_declared_entry_point_reaches_the_bot_and_its_calls_are_in_s
             assert await double.event(event) is None  # acked by a listener (unhandled ones are logged)
         # What the surface does in a run: post, edit, receipts as reactions, the owner's DM.
         surface = bot.frontend.surface
-        thread = bot.frontend.bridge.thread(C1, someone.ts)
+        thread = bot.frontend.ctx.thread(C1, someone.ts)
         ts = await surface.post(thread, OutMessage("k", "prose", "hi"))
         await surface.update(thread, ts, OutMessage("k", "prose", "hi again"))
         receipt = await surface.post(thread, OutMessage("m", "receipt", "📨 Queued", origin=someone.ts, state="queued"))

@@ -30,7 +30,7 @@ async def test_stop_list_modal_shortcut_and_status_button(double_factory: Any, c
         await double.wait_for(lambda d: card(d, C1, first.ts, "Proceed?") and card(d, C1, second.ts, "Proceed?"), 60)
         assert [r.ts for r in double.roots(C1)] == [first.ts, plan.ts]  # the mention's run lives in that thread
         assert double.thread(C1, plan.ts)[2].header().startswith(("⏳", "▶️", "❓"))  # its status card, a reply
-        runs = {r.ts: bot.store.run_for_thread(bot.frontend.bridge.thread(C1, r.ts)) for r in (first, second)}
+        runs = {r.ts: bot.store.run_for_thread(bot.frontend.ctx.thread(C1, r.ts)) for r in (first, second)}
         # A mention inside a run's thread is for that run (mail), not a new run.
         mail = await double.say(C1, "<@UBOT> also count bytes", user="UALICE", thread_ts=plan.ts, mention=True)
         await double.wait_for(lambda d: d.reactions.get((C1, mail.ts)) == ["incoming_envelope"])

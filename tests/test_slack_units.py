@@ -12,10 +12,10 @@ import pytest
 from slack_sdk.errors import SlackApiError
 
 from adapters.ids import encode
-from adapters.slack.blocks import render
 from adapters.slack.errors import to_surface_error
+from adapters.slack.inbound import PayloadError, dedupe_key, parse_flower, read_action
 from adapters.slack.modals import input_view, read_submission, stop_view
-from adapters.slack.payloads import PayloadError, dedupe_key, parse_flower, read_action
+from adapters.slack.render import render
 from adapters.slack.sessions import SESSION_STATUS, state_of
 from adapters.slack.text import bar, defuse, mrkdwn_escape, strip_bot_mention
 from adapters.surface import Button, OutMessage, PermanentSurfaceError, TransientSurfaceError

@@ -14,7 +14,7 @@ import discord
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.discord_bridge import DiscordBridge
+from adapters.discord_bridge import DiscordFrontend
 from adapters.memory_surface import MemorySurface
 from adapters.ops.metrics import CountingSurface, Metrics
 from adapters.platform import OPTIONAL_MEMBERS, PlatformSurface, Surface, as_platform, provides
@@ -85,7 +85,7 @@ async def test_the_slack_surface_conforms() -> None:
 async def test_the_discord_surface_conforms(discord_double: DiscordDouble) -> None:
     d = discord_double
     users = [str(d.person(name).id) for name in ("Ana", "Bea")]
-    bridge = DiscordBridge(settings(d))
+    bridge = DiscordFrontend(settings(d))
     await bridge.start()  # logged in and on the gateway, as the bot runs it
     try:
         async def rig() -> Rig:
@@ -260,7 +260,7 @@ def _closing(close: Callable[[], None]) -> Callable[[], Awaitable[None]]:
 
 # ---- the probes themselves see what they must ---------------------------------------------------------
 async def test_the_slack_probe_sees_a_mention_the_surface_lets_through(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("adapters.slack.blocks.defuse", lambda text: text)  # a renderer that forgot to defuse
+    monkeypatch.setattr("adapters.slack.render.defuse", lambda text: text)  # a renderer that forgot to defuse
     async with SlackDouble() as double:
         surface = SlackFrontend(settings_for(double)).surface
         with pytest.raises(SurfaceConformanceError) as caught:
@@ -273,7 +273,7 @@ async def test_the_discord_probe_sees_a_mention_the_surface_lets_through(discord
     d = discord_double
     users = [str(d.person("Ana").id)]
     monkeypatch.setattr("adapters.discord_bridge.render.NO_MENTIONS", discord.AllowedMentions.all())
-    bridge = DiscordBridge(settings(d))
+    bridge = DiscordFrontend(settings(d))
     await bridge.start()
     try:
         thread = ThreadRef("discord", str(d.channel_id), "")  # posts go to the channel itself

@@ -16,7 +16,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from adapters.discord_bridge.context import PLATFORM, Context
+from adapters.discord_bridge.context import PLATFORM, DiscordContext
 from adapters.discord_bridge.inbound import SUBAGENT_WARNING
 from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
 from adapters.discord_bridge.reply import Reply
@@ -43,7 +43,7 @@ here, where you can answer it too; `/flower unfollow` in that thread ends the mi
 
 @app_commands.guild_only()
 class FlowerCommands(app_commands.Group):
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: DiscordContext) -> None:
         super().__init__(name="flower", description="Long-horizon agent runs, each followed in a thread")
         self.ctx = ctx
 

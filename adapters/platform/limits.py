@@ -6,7 +6,7 @@ Two layers:
   paces calls with two token buckets; `run_surface_conformance` posts text, titles, fields, buttons
   and interactive ids at these limits and expects them all shown).
 - One subclass per platform with the shapes only its renderer knows (Block Kit blocks, embeds,
-  modals), read by that platform's `blocks`/`render`/`modals` modules and nowhere else.
+  modals), read by that platform's `render`/`modals`/listener modules and nowhere else.
 
 Each number is the platform's documented limit unless its comment says it is a choice of ours.
 The interactive-id codec (`adapters.ids`) must fit on every platform, so its maximum is the

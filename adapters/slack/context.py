@@ -1,4 +1,4 @@
-"""SlackBridge: what every Slack listener shares — the hub, the surface, the app's client, who the
+"""SlackContext: what every Slack listener shares — the hub, the surface, the app's client, who the
 bot is, people's names — and the one flow they share, starting a run.
 
 Starting in a channel: check who may start (so a refused person leaves no trace in the channel),
@@ -32,7 +32,7 @@ from adapters.view import FINAL_STATES
 from adapters.view import fmt as _fmt
 from adapters.view.status import STATUS_KEY
 
-__all__ = ["NOT_IN_CHANNEL", "PLATFORM", "SlackBridge", "usage"]
+__all__ = ["NOT_IN_CHANNEL", "PLATFORM", "SlackContext", "usage"]
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def usage(unknown: str = "") -> str:
             "`/stop [message]` interrupts your run here.")
 
 
-class SlackBridge:
+class SlackContext:
     def __init__(self, surface: SlackSurface, client: AsyncWebClient) -> None:
         self.surface, self.client = surface, client
         self._hub: Hub | None = None
@@ -66,7 +66,7 @@ class SlackBridge:
     @property
     def hub(self) -> Hub:
         if self._hub is None:
-            raise RuntimeError("the Slack bridge is not attached to a hub yet")
+            raise RuntimeError("the Slack context is not attached to a hub yet")
         return self._hub
 
     def seen(self, key: str) -> bool:
@@ -145,7 +145,7 @@ class SlackBridge:
     async def start_run(self, task: str, channel: str, user: str, *, thread_ts: str = "",
                         options: dict[str, float] | None = None) -> IntentResult:
         """`options`: what the person asked for on the command line (budget_usd, timeout_s, max_asks),
-        over the bridge's own defaults."""
+        over the context's own defaults."""
         hub = self.hub
         run_options = self.options
         if options:

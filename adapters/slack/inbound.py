@@ -33,7 +33,7 @@ RUN_SUBCOMMANDS = ("follow", "unfollow", "wake")  # take one word: a run id
 
 
 class PayloadError(ValueError):
-    """A payload without something the bridge needs."""
+    """A payload without something the listeners need."""
 
 
 def text_field(d: Any, *path: str, required: bool = True, null_ok: bool = True) -> str:

@@ -36,9 +36,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.hub import Hub
 from adapters.slack import commands, events, interactive
-from adapters.slack.bridge import SlackBridge
+from adapters.slack.context import SlackContext
 from adapters.slack.errors import error_code
-from adapters.slack.payloads import dedupe_key
+from adapters.slack.inbound import dedupe_key
 from adapters.slack.sessions import AgentSessions
 from adapters.slack.surface import SlackSurface
 from adapters.surface import StartRefused
@@ -93,9 +93,9 @@ class _SocketHandler(AsyncSocketModeHandler):
     """Bolt's Socket Mode handler, plus: replayed envelopes are acked and dropped, and an envelope
     Bolt could not place is acked anyway (Slack would otherwise re-send it and show an error)."""
 
-    def __init__(self, app: AsyncApp, app_token: str, bridge: SlackBridge) -> None:
+    def __init__(self, app: AsyncApp, app_token: str, ctx: SlackContext) -> None:
         super().__init__(app, app_token)
-        self.bridge = bridge
+        self.ctx = ctx
         self.hello = asyncio.Event()
         self.client.message_listeners.append(self._on_message)
 
@@ -104,7 +104,7 @@ class _SocketHandler(AsyncSocketModeHandler):
             self.hello.set()
 
     async def handle(self, client: Any, req: SocketModeRequest) -> None:
-        if req.envelope_id and self.bridge.seen(f"slack:envelope:{req.envelope_id}"):
+        if req.envelope_id and self.ctx.seen(f"slack:envelope:{req.envelope_id}"):
             log.info("envelope %s delivered again: acked, not handled twice", req.envelope_id)
             await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
             return
@@ -134,14 +134,14 @@ class SlackFrontend:
         self.outbox_client = AsyncWebClient(token=settings.bot_token, base_url=base, retry_handlers=[])
         self.sessions = AgentSessions(self.client, enabled=settings.agent_sessions)
         self.surface = SlackSurface(self.outbox_client, notify_client=self.client, sessions=self.sessions)
-        self.bridge = SlackBridge(self.surface, self.client)
+        self.ctx = SlackContext(self.surface, self.client)
         self.app = AsyncApp(client=self.client, signing_secret=settings.signing_secret,
                             request_verification_enabled=settings.mode == "http", name="flower", logger=BOLT_LOG)
         self.app.middleware(self._dedupe)
         self.app.error(self._on_error)
-        commands.register(self.app, self.bridge)
-        interactive.register(self.app, self.bridge)
-        events.register(self.app, self.bridge)
+        commands.register(self.app, self.ctx)
+        interactive.register(self.app, self.ctx)
+        events.register(self.app, self.ctx)
         self.handler: _SocketHandler | None = None
         self.port: int | None = None  # HTTP mode: the port actually bound
         self._runner: web.AppRunner | None = None
@@ -149,7 +149,7 @@ class SlackFrontend:
 
     # ---- the Frontend contract -------------------------------------------------------------------
     def attach(self, hub: Hub) -> None:
-        self.bridge.attach(hub)
+        self.ctx.attach(hub)
 
     async def start(self) -> None:
         """Connect; on any failure everything opened so far is closed again before the error leaves."""
@@ -160,7 +160,7 @@ class SlackFrontend:
                 auth = await self.client.auth_test()
             except Exception as exc:
                 raise SlackStartError(f"Slack refused SLACK_BOT_TOKEN at auth.test ({_why(exc)})") from None
-            self.bridge.bot_user_id = str(auth.get("user_id") or "")
+            self.ctx.bot_user_id = str(auth.get("user_id") or "")
             if self.settings.mode == "socket":
                 await self._connect_socket()
             else:
@@ -168,7 +168,7 @@ class SlackFrontend:
         except BaseException:
             await self.stop()
             raise
-        log.info("Slack connected as %s (%s mode)", auth.get("user") or self.bridge.bot_user_id, self.settings.mode)
+        log.info("Slack connected as %s (%s mode)", auth.get("user") or self.ctx.bot_user_id, self.settings.mode)
 
     async def stop(self) -> None:
         handler, self.handler = self.handler, None
@@ -191,7 +191,7 @@ class SlackFrontend:
             opened = await self.client.apps_connections_open(app_token=self.settings.app_token)
         except Exception as exc:
             raise SlackStartError(f"Slack refused SLACK_APP_TOKEN at apps.connections.open ({_why(exc)})") from None
-        self.handler = _SocketHandler(self.app, self.settings.app_token, self.bridge)
+        self.handler = _SocketHandler(self.app, self.settings.app_token, self.ctx)
         self.handler.client.wss_uri = str(opened["url"])  # the URL just issued: no second apps.connections.open
         await self.handler.connect_async()
         try:
@@ -212,7 +212,7 @@ class SlackFrontend:
     # ---- middleware ---------------------------------------------------------------------------------
     async def _dedupe(self, body: dict[str, Any], next: Any) -> BoltResponse | None:
         key = dedupe_key(body) if isinstance(body, dict) else None
-        if key is not None and self.bridge.seen(key):
+        if key is not None and self.ctx.seen(key):
             log.info("Slack delivery %s seen before: acked, not handled twice", key)
             return BoltResponse(status=200, body="")
         return await next()

@@ -1,4 +1,4 @@
-"""DiscordBridge: the Discord front end as the bot process sees it (attach a hub, start, stop).
+"""DiscordFrontend: the Discord front end as the bot process sees it (attach a hub, start, stop).
 
 Start: point discord.py at the configured endpoints (REST base; gateway URL, or the one the REST
 API's gateway endpoint names), log in (GET /users/@me, the application, command sync), open the
@@ -23,12 +23,12 @@ import yarl
 
 from adapters.discord_bridge.client import FlowerClient, invite_url
 from adapters.discord_bridge.connection import Backoff, Lifeline
-from adapters.discord_bridge.context import PLATFORM, Context
+from adapters.discord_bridge.context import PLATFORM, DiscordContext
 from adapters.discord_bridge.surface import DiscordSurface
 from adapters.hub import Hub
 from adapters.surface import StartRefused, ThreadRef
 
-__all__ = ["INTENT_HINT", "DiscordBridge", "DiscordSettings", "DiscordStartError"]
+__all__ = ["INTENT_HINT", "DiscordFrontend", "DiscordSettings", "DiscordStartError"]
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +51,12 @@ class DiscordSettings:
     backoff: Backoff = field(default_factory=Backoff)  # between attempts to connect again after the connection died
 
 
-class DiscordBridge:
+class DiscordFrontend:
     name = PLATFORM
 
     def __init__(self, settings: DiscordSettings) -> None:
         self.settings = settings
-        self.ctx = Context()
+        self.ctx = DiscordContext()
         self.client = self._new_client()
         self.surface = DiscordSurface(self.client)
         self._task: asyncio.Task[None] | None = None  # the first connection, until the lifeline has it
