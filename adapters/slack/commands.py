@@ -19,6 +19,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
 
 from adapters.ids import encode
+from adapters.platform import SLACK
 from adapters.slack.context import PLATFORM, SlackContext, usage
 from adapters.slack.inbound import PayloadError, parse_flower, text_field
 from adapters.slack.render import INTERRUPT_WARNING
@@ -46,7 +47,6 @@ HELP = (
     "• `/flower wake <run id>` brings back a run that could not come back by itself after a restart.\n"
     "• `/flower status` · `/flower runs` · `/flower help`"
 )
-STOP_LIST_MAX = 10
 
 Ack = Callable[..., Awaitable[Any]]
 
@@ -117,7 +117,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         head = ("You have several runs going here" if mine else "You have no run of your own here; these you may "
                 "interrupt") + ": pick one. " + INTERRUPT_WARNING
-        await ack(text=head, blocks=_stop_list(head, candidates[:STOP_LIST_MAX], text, ctx))
+        await ack(text=head, blocks=_stop_list(head, candidates[:SLACK.stop_list_max], text, ctx))
 
     app.command("/flower")(flower)
     app.command("/stop")(stop)
@@ -168,5 +168,5 @@ def _stop_list(head: str, runs: list[RunRecord], message: str, ctx: SlackContext
     blocks += [SectionBlock(text=_line(ctx, r)) for r in runs]
     blocks.append(ActionsBlock(elements=[
         ButtonElement(text=plain(f"Stop {r.run_id}: {r.task}", 75), action_id=encode("stop", r.run_id),
-                      value=message[:2000] or None, style="danger") for r in runs]))
+                      value=message[:SLACK.button_value_max] or None, style="danger") for r in runs]))
     return blocks

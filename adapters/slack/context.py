@@ -24,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.hub import Hub, IntentResult, RunOptions
 from adapters.lru import LRU
+from adapters.platform import SLACK
 from adapters.slack.errors import is_code
 from adapters.slack.surface import SlackSurface
 from adapters.state import RunRecord
@@ -97,7 +98,7 @@ class SlackContext:
 
     def describe(self, thread: ThreadRef) -> tuple[str, str] | None:
         record = self.run_in(thread)
-        return (_fmt.one_line(record.task, 100), record.owner) if record is not None else None
+        return (_fmt.one_line(record.task, SLACK.session_title_max), record.owner) if record is not None else None
 
     # ---- people ---------------------------------------------------------------------------------------
     async def know(self, user: str, name: str = "") -> None:

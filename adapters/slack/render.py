@@ -33,12 +33,12 @@ from adapters.ids import IdError, decode
 from adapters.platform import SLACK, Button, OutMessage
 from adapters.slack.text import bar, defuse, mrkdwn_escape, plain
 
-__all__ = ["FALLBACK_MAX", "INTERRUPT_WARNING", "render"]
+__all__ = ["CONTEXT_MAX", "FALLBACK_MAX", "INTERRUPT_WARNING", "render"]
 
 HEADER_MAX = SLACK.title_max
 BUTTON_MAX = SLACK.button_label_max
 FIELD_MAX = SLACK.section_field_max - 100  # cut a little short of the limit, then "…"
-CONTEXT_MAX = SLACK.context_max - 100
+CONTEXT_MAX = SLACK.context_max - 100  # a context element's text, cut short of the limit (modals too)
 ACTIONS_MAX = SLACK.actions_max
 FIELDS_MAX = SLACK.fields_max  # per section
 FALLBACK_MAX = SLACK.fallback_max
