@@ -18,6 +18,7 @@ from adapters.surface import ThreadRef
 from bots import bot as bot_module
 from bots.bot import build_parser, serve
 from bots.config import BotConfig, ConfigError, load_config
+from bots.platforms import PLATFORMS
 from tests.hub_support import BACK_NOTE, RESTART_SCENARIO, Watch, button, transcript_has
 
 THREAD = ThreadRef("memory", "C1", "t1")
@@ -78,6 +79,39 @@ def test_bad_configuration_exits_2_with_one_line_and_no_traceback(tmp_path: Path
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "no such file" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_cli_offers_exactly_the_registered_platforms() -> None:
+    parser = build_parser()
+    flags = {a.dest for a in parser._actions if a.dest.startswith("with_")}
+    assert flags == {f"with_{name}" for name in PLATFORMS}
+    assert list(PLATFORMS) == ["web", "slack", "discord"]
+    with pytest.raises(ConfigError, match="choose from web, slack, discord"):
+        config(["telegram"])
+
+
+def test_the_web_page_runs_without_the_slack_and_discord_libraries(tmp_path: Path) -> None:
+    """Each registry entry imports its platform only when chosen: with slack_bolt, slack_sdk and discord
+    made unimportable, `web` is still built (and a Slack front end then fails on the import, as it should)."""
+    script = (
+        "import sys\n"
+        "root = sys.argv[1]\n"
+        "for lib in ('slack_bolt', 'slack_sdk', 'discord'):\n"
+        "    sys.modules[lib] = None  # import fails, as when the library is not installed\n"
+        "from bots.bot import build_frontends, build_parser\n"
+        "from bots.config import load_config\n"
+        "[front] = build_frontends(load_config(build_parser().parse_args(['web', '--root', root]), {}))\n"
+        "print(front.name)\n"
+        "tokens = {'SLACK_BOT_TOKEN': 'xoxb-1', 'SLACK_APP_TOKEN': 'xapp-1'}\n"
+        "try:\n"
+        "    build_frontends(load_config(build_parser().parse_args(['slack', '--root', root]), tokens))\n"
+        "except ImportError:\n"
+        "    print('slack needs its library')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["web", "slack needs its library"]
 
 
 # ---- a whole life, in process ------------------------------------------------------------------------
