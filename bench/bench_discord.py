@@ -40,7 +40,7 @@ from adapters.view import RunOutcome, RunView, ViewConfig
 from bench.bench_hub import Mix, SimLoop, _SimSelector, stream
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
-from tests.discord_double import TOKEN, DiscordDouble
+from tests.support.discord_double import TOKEN, DiscordDouble
 
 FAST = dataclasses.replace(DISCORD, post_per_s=1000.0, post_burst=1000, update_per_min=60000.0, update_burst=1000)
 VIEW = ViewConfig(status_every_s=0.5, prose_linger_s=0.0)
