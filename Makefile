@@ -35,7 +35,7 @@ chromium:
 		{ apt-get update -q && apt-get install -y chromium chromium-driver; } || \
 		echo "could not install chromium (not root?): the browser test will be skipped"; fi
 
-# The Redis store's tests start their own redis-server on a loopback port (tests/redis_support.py); only the
+# The Redis store's tests start their own redis-server on a loopback port (tests/support/redis_support.py); only the
 # binary is needed. No service is started or relied on (containers here have no systemd).
 redis:
 	@if [ ! -x /usr/bin/redis-server ] && command -v apt-get >/dev/null 2>&1; then \

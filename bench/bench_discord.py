@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adapters.discord_bridge import DiscordBridge, DiscordSettings
+from adapters.discord_bridge import DiscordFrontend, DiscordSettings
 from adapters.discord_bridge.surface import DiscordSurface
 from adapters.hub import Hub, HubSettings, RunPlan
 from adapters.hub.fanout import Fanout, Target
@@ -40,7 +40,7 @@ from adapters.view import RunOutcome, RunView, ViewConfig
 from bench.bench_hub import Mix, SimLoop, _SimSelector, stream
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
-from tests.discord_double import TOKEN, DiscordDouble
+from tests.support.discord_double import TOKEN, DiscordDouble
 
 FAST = dataclasses.replace(DISCORD, post_per_s=1000.0, post_burst=1000, update_per_min=60000.0, update_burst=1000)
 VIEW = ViewConfig(status_every_s=0.5, prose_linger_s=0.0)
@@ -105,7 +105,7 @@ async def bare(n: int, tmp: Path) -> Trips:
 async def through_discord(n: int, tmp: Path) -> Trips:
     async with ModelDouble(_scenario(n)) as md:
         d = await DiscordDouble().start()
-        bridge = DiscordBridge(DiscordSettings(token=TOKEN, guild_ids=[d.guild_id], api_base=d.api_base,
+        bridge = DiscordFrontend(DiscordSettings(token=TOKEN, guild_ids=[d.guild_id], api_base=d.api_base,
                                                gateway_url=d.gateway_url, ready_timeout=0.05))
         bridge.surface.limits = FAST
         hub = Hub(bridge.surface, MemoryStateStore(), HubSettings(root=tmp / "discord", view=VIEW, oracle=False),
@@ -175,7 +175,7 @@ def pct(values: list[float], q: float) -> float:
 async def rest_calls(n: int) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     d = await DiscordDouble().start()
-    bridge = DiscordBridge(DiscordSettings(token=TOKEN, guild_ids=[d.guild_id], api_base=d.api_base,
+    bridge = DiscordFrontend(DiscordSettings(token=TOKEN, guild_ids=[d.guild_id], api_base=d.api_base,
                                            gateway_url=d.gateway_url))
     await bridge._endpoints_before_login()
     await bridge.client.login(TOKEN)  # REST only: posting needs no gateway

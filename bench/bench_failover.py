@@ -30,7 +30,7 @@ from typing import Any
 from adapters.transport.redis_front import RedisTransport
 from bench.redis_fleet import QUESTION, Front, WorkerProc, Workers, load, parser, pct
 from flower_core import RedisSessionStore
-from tests.redis_support import RedisServer
+from tests.support.redis_support import RedisServer
 
 HEARTBEAT_S, DEAD_AFTER_S = 0.3, 2.0
 POLL_S = 0.005  # how finely the two moments are watched (a takeover is no event the hub emits)

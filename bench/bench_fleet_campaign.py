@@ -6,7 +6,7 @@ this process (ANTHROPIC_BASE_URL + a dummy key, so it outlives every kill). Thre
 questions each; answers and interrupts go through the HTTP API, each with a unique token. Kills: workers
 most often (SIGKILL 70 %, SIGTERM 30 %, restarted under the old name, a third of the time at once), the
 front (same), Redis (SIGKILL or SIGTERM, down 0.3 s to dead-after + 1 s; once dead-after + 1.5 s).
-Then everything comes back and every run is answered to its end. See tests/campaign_support.py for
+Then everything comes back and every run is answered to its end. See tests/support/campaign_support.py for
 how each figure is counted (what reached the model is read from the double's last request per run).
 
 Run: .venv/bin/python -m bench.bench_fleet_campaign [K] [SEED]   (about 8 s per kill on 2 cores)
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench.redis_fleet import load
-from tests.campaign_support import Campaign
+from tests.support.campaign_support import Campaign
 
 
 async def run(kills: int, seed: int) -> None:

@@ -3,7 +3,7 @@
 The front is this process: a Hub on RedisTransport (memory surface keeping no contents, SQLite
 state store). Three `flower-worker` processes (--park-after 0 --max-runs 2, so a run parks as soon
 as it has asked and at most 6 CLIs run at once) take the runs; a real redis-server on 127.0.0.1
-(append-only, fsync always, as tests/redis_support starts it) carries them. One run is started,
+(append-only, fsync always, as tests/support/redis_support starts it) carries them. One run is started,
 parked and answered first, so imports and caches are paid before the baseline. Then N runs are
 started at once; the ramp ends when every one shows an open question card and is parked. Printed:
   1. the front's RSS (VmRSS after gc) before and after, MB per waiting run;
@@ -43,8 +43,8 @@ from bench.redis_fleet import (
     pct,
     result_line,
 )
-from tests.fleet_support import ROOT
-from tests.redis_support import RedisServer
+from tests.support.fleet_support import ROOT
+from tests.support.redis_support import RedisServer
 
 WORKERS = ("w1", "w2", "w3")
 WORKER_ARGS = ("--park-after", "0", "--max-runs", "2")

@@ -10,7 +10,7 @@
     process's user + sys over the burst (the publisher's is its own).
 (b) In process: the same M events handed to the same sink by a direct `sink.on_event` call (what
     LocalTransport amounts to), stamped just before the call; its p50/p99 and the ratio.
-The redis-server is tests/redis_support's: loopback, append-only with fsync always (every write
+The redis-server is tests/support/redis_support's: loopback, append-only with fsync always (every write
 waits for the disk); `--fsync everysec` measures it with the AOF flushed once a second instead.
 Run: .venv/bin/python -m bench.bench_redis_latency [M] [--rate N] [--fsync always|everysec]
      (default: M = 20000, rate 1000/s, fsync always)
@@ -33,8 +33,8 @@ from adapters.transport.plan import RunPlan
 from adapters.transport.redis_front import RedisTransport
 from bench.redis_fleet import cpu_s, load, parse_result, parser, pct, result_line
 from flower_core import Event
-from tests.fleet_support import ROOT
-from tests.redis_support import RedisServer
+from tests.support.fleet_support import ROOT
+from tests.support.redis_support import RedisServer
 
 BATCH = 200  # RedisWorker's publisher sends at most this many messages per round trip
 EVENTS_KEPT = 100_000  # the events stream's cap, as RedisWorker sets it

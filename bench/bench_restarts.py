@@ -3,11 +3,11 @@
 One real `flower-bot web --flow single` process on a persistent root, driven only through its HTTP
 API by a person who keeps a few runs going, answers their questions, writes to their inboxes and
 interrupts them; the model double (in this process, so it outlives every kill) plays
-tests/scenarios/restart_campaign.toml, whose model never asks a question again after a restart.
+tests/support/scenarios/restart_campaign.toml, whose model never asks a question again after a restart.
 K kills (about 2 in 3 SIGKILL of the process group, the rest SIGTERM), at random times and at
 chosen moments: right after an accepted answer, while a question waits, during an interrupt, just
 before an ask. Every figure comes from what the API accepted and what the model double received
-(tests/campaign/tally.py says how), never from what the bot says of itself.
+(tests/support/campaign/tally.py says how), never from what the bot says of itself.
 Run: .venv/bin/python -m bench.bench_restarts [K]   (default K = 100; FLOWER_CAMPAIGN_SEED picks the plan)
 """
 
@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.campaign import Habits, Settings, run_campaign
+from tests.support.campaign import Habits, Settings, run_campaign
 
 RUNS = 4  # kept going at once (issue 18: 3–5)
 

@@ -40,7 +40,7 @@ from adapters.transport.engine import EngineKit
 from adapters.view import ViewConfig
 from flower_core import AgentSpec, Event, HumanChannel, Runtime, Step, Workflow
 from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
-from tests.slack_double import APP_TOKEN, BOT_TOKEN, SlackDouble
+from tests.support.slack_double import APP_TOKEN, BOT_TOKEN, SlackDouble
 
 C1 = "C0000001"
 VIEW = ViewConfig(status_every_s=5.0, prose_linger_s=0.0)

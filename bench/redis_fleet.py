@@ -28,7 +28,7 @@ from adapters.surface import ThreadRef
 from adapters.transport.redis_front import RedisTransport
 from adapters.view import ViewConfig
 from flower_core import Event
-from tests.fleet_support import ROOT, fleet_env
+from tests.support.fleet_support import ROOT, fleet_env
 
 QUESTION = "Tabs or spaces?"
 # The first turn asks one question; once answered the run says one line and ends.

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import signal
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING
 from bots.config import FLOWS, LOG_FORMATS, SURFACES, BotConfig, ConfigError, load_config
 from bots.frontend import Frontend
 from bots.logs import setup_logging
+from bots.platforms import PLATFORMS
 from bots.shutdown import QuietPlannedExits, StopClock
 
 if TYPE_CHECKING:
@@ -102,12 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_frontends(cfg: BotConfig) -> list[Frontend]:
-    """Each named front end from its `bots.<name>_bot.build(cfg)`; a ConfigError names what is missing."""
-    out = []
-    for name in cfg.surfaces:
-        module = importlib.import_module(f"bots.{name}_bot")
-        out.append(module.build(cfg))
-    return out
+    """Each named front end built by its registry entry (bots/platforms.py); a ConfigError names what is
+    missing. The names were checked against the registry when the configuration was read."""
+    return [PLATFORMS[name].build(cfg) for name in cfg.surfaces]
 
 
 async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None,

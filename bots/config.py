@@ -39,10 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bots.platforms import PLATFORMS
+
 __all__ = ["FLOWS", "LOG_FORMATS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "health_port",
            "load_config", "log_format", "redis_url", "refuse_unknown", "stop_after"]
 
-SURFACES = ("web", "slack", "discord")
+SURFACES = tuple(PLATFORMS)  # the front ends that can run, in the registry's order (bots/platforms.py)
 FLOWS = ("starter", "single")
 LOG_FORMATS = ("text", "json")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked",

@@ -25,7 +25,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from adapters.discord_bridge import DiscordBridge, DiscordSettings
+from adapters.discord_bridge import DiscordFrontend, DiscordSettings
 from bots.config import BotConfig, ConfigError, refuse_unknown
 
 __all__ = ["DiscordBot", "build", "settings_from"]
@@ -34,7 +34,7 @@ _KEYS = {"guild_ids", "api_base", "gateway_url", "ready_timeout"}
 _SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 
 
-class DiscordBot(DiscordBridge):
+class DiscordBot(DiscordFrontend):
     """The Discord front end as the bot runs it: plus its health, from discord.py's own gateway state."""
 
     async def health(self) -> str:

@@ -15,8 +15,12 @@ class Frontend(Protocol):
     """One surface's process side. The bot builds every front end, hands their surfaces to one Hub,
     attaches the hub, starts them, and stops them in reverse order at shutdown."""
 
-    name: str  # "web" | "slack" | "discord": also the ThreadRef.platform it owns
-    surface: Surface
+    name: str  # its name in bots/platforms.py: also the ThreadRef.platform it owns
+
+    @property
+    def surface(self) -> Surface:
+        """Read-only here, so a front end may hold its own Surface class (WebSurface, SlackSurface, …)."""
+        ...
 
     def attach(self, hub: Hub) -> None:
         """Called once, after the Hub exists and before start()."""

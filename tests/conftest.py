@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
-from tests.redis_support import RedisServer, redis_server_binary
+from tests.support.redis_support import RedisServer, redis_server_binary
 
 
 def scenario_of(*conversations: dict[str, Any], name: str = "test") -> Scenario:

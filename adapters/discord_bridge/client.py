@@ -2,7 +2,7 @@
 
 Intents: guilds (channels and threads in the cache), guild messages and message content (people's
 messages in run threads). Message content is privileged: it must be switched on in the developer
-portal, or Discord closes the gateway at login (see bridge.py). At setup the `ActionButton`
+portal, or Discord closes the gateway at login (see frontend.py). At setup the `ActionButton`
 template is registered, so buttons on every earlier message route to this process, and the
 command tree is synced: to the listed guilds (instant) or globally.
 """
@@ -18,7 +18,7 @@ from discord import app_commands
 
 from adapters.discord_bridge.commands import FlowerCommands
 from adapters.discord_bridge.connection import guard_parsers
-from adapters.discord_bridge.context import Context
+from adapters.discord_bridge.context import DiscordContext
 from adapters.discord_bridge.errors import told
 from adapters.discord_bridge.inbound import Actions
 from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
@@ -77,7 +77,7 @@ class FlowerTree(app_commands.CommandTree[Any]):
 
 
 class FlowerClient(discord.Client):
-    def __init__(self, ctx: Context, *, guild_ids: Sequence[int] = (), ready_timeout: float = 2.0) -> None:
+    def __init__(self, ctx: DiscordContext, *, guild_ids: Sequence[int] = (), ready_timeout: float = 2.0) -> None:
         # Long 429s are left to the outbox (it waits and coalesces edits); short ones discord.py sleeps through.
         super().__init__(intents=intents(), allowed_mentions=NO_MENTIONS, max_ratelimit_timeout=30.0,
                          guild_ready_timeout=ready_timeout)

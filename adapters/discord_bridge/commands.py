@@ -16,18 +16,22 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from adapters.discord_bridge.context import PLATFORM, Context
+from adapters.discord_bridge.context import PLATFORM, DiscordContext
 from adapters.discord_bridge.inbound import SUBAGENT_WARNING
 from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
 from adapters.discord_bridge.reply import Reply
 from adapters.hub import IntentResult, RunOptions
 from adapters.ids import encode
+from adapters.platform.limits import DISCORD
 from adapters.surface import ThreadRef
 from adapters.view import fmt
 
 __all__ = ["HELP", "FlowerCommands"]
 
 log = logging.getLogger(__name__)
+
+# Plain ints: discord.py reads the Range bounds into the registered command (manifest/discord-commands.json).
+TEXT_MAX, THREAD_TITLE_MAX = DISCORD.command_text_max, DISCORD.thread_title_max
 
 HELP = """**flower** runs a long agent task and follows it in a thread.
 • `/flower run task:<what to do>` — starts a run; its status card is posted here and a thread opens under it. \
@@ -43,7 +47,7 @@ here, where you can answer it too; `/flower unfollow` in that thread ends the mi
 
 @app_commands.guild_only()
 class FlowerCommands(app_commands.Group):
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: DiscordContext) -> None:
         super().__init__(name="flower", description="Long-horizon agent runs, each followed in a thread")
         self.ctx = ctx
 
@@ -51,7 +55,7 @@ class FlowerCommands(app_commands.Group):
     @app_commands.describe(task="What the agent should do", timeout="Seconds a question waits for an answer "
                            "(0 = never wait)", asks="How many questions it may ask (0 = none)",
                            budget="Cost cap in US dollars")
-    async def run(self, interaction: discord.Interaction[Any], task: app_commands.Range[str, 1, 4000],
+    async def run(self, interaction: discord.Interaction[Any], task: app_commands.Range[str, 1, TEXT_MAX],
                   timeout: app_commands.Range[float, 0, 604800] | None = None,
                   asks: app_commands.Range[int, 0, 1000] | None = None,
                   budget: app_commands.Range[float, 0, 10000] | None = None) -> None:
@@ -76,7 +80,7 @@ class FlowerCommands(app_commands.Group):
             return
         try:
             starter = await channel.send(embed=_starting(task, interaction.user), allowed_mentions=NO_MENTIONS)
-            thread = await starter.create_thread(name=fmt.one_line(task, 90), auto_archive_duration=1440)
+            thread = await starter.create_thread(name=fmt.one_line(task, THREAD_TITLE_MAX), auto_archive_duration=1440)
         except discord.HTTPException as exc:
             await reply.say(f"I could not open the run's thread here (Discord said {exc.status}: {exc.text}). "
                             "I need Send Messages, Create Public Threads and Embed Links in this channel.")
@@ -88,7 +92,7 @@ class FlowerCommands(app_commands.Group):
     @app_commands.command(name="stop", description="Interrupt this thread's run with a message (or list your runs)")
     @app_commands.describe(message="What the agent should hear next (empty: it just stops and goes on)")
     async def stop(self, interaction: discord.Interaction[Any],
-                   message: app_commands.Range[str, 1, 4000] | None = None) -> None:
+                   message: app_commands.Range[str, 1, TEXT_MAX] | None = None) -> None:
         reply = Reply(interaction)
         reply.ack(thinking=True)
         async with reply.active():
@@ -101,7 +105,7 @@ class FlowerCommands(app_commands.Group):
                 await self._list_to_stop(reply, user, in_thread=run_id is not None)
 
     async def _list_to_stop(self, reply: Reply, user: str, *, in_thread: bool) -> None:
-        runs = self.ctx.hub.runs(user=user, platform=PLATFORM, live_only=True)[:25]
+        runs = self.ctx.hub.runs(user=user, platform=PLATFORM, live_only=True)[:DISCORD.buttons_max]
         head = "This thread's run is not going. " if in_thread else ""
         if not runs:
             await reply.say(head + "You have no runs going. Start one with `/flower run`.")
@@ -170,7 +174,7 @@ class FlowerCommands(app_commands.Group):
             return
         try:
             starter = await channel.send(embed=_following(run_id, record.task), allowed_mentions=NO_MENTIONS)
-            thread = await starter.create_thread(name=fmt.one_line(f"{run_id}: {record.task}", 90),
+            thread = await starter.create_thread(name=fmt.one_line(f"{run_id}: {record.task}", THREAD_TITLE_MAX),
                                                  auto_archive_duration=1440)
         except discord.HTTPException as exc:
             await reply.say(f"I could not open a thread here (Discord said {exc.status}: {exc.text}). I need Send "

@@ -19,14 +19,14 @@ if TYPE_CHECKING:
     from adapters.discord_bridge.reply import Reply
     from adapters.hub import Hub
 
-__all__ = ["PLATFORM", "Context"]
+__all__ = ["PLATFORM", "DiscordContext"]
 
 PLATFORM = "discord"
 
 log = logging.getLogger(__name__)
 
 
-class Context:
+class DiscordContext:
     def __init__(self) -> None:
         self._hub: Hub | None = None
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import discord
 
-from adapters.discord_bridge.context import Context
+from adapters.discord_bridge.context import DiscordContext
 from adapters.discord_bridge.modals import StopModal, WordsModal
 from adapters.discord_bridge.reply import Reply
 from adapters.ids import IdError, decode, encode
@@ -35,7 +35,7 @@ _PERSON_MESSAGES = (discord.MessageType.default, discord.MessageType.reply)
 
 
 class Actions:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: DiscordContext) -> None:
         self.ctx = ctx
 
     def fresh(self, interaction: discord.Interaction[Any]) -> bool:

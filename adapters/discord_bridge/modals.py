@@ -13,11 +13,15 @@ from typing import Any
 import discord
 from discord import ui
 
+from adapters.platform.limits import DISCORD
+
 __all__ = ["StopModal", "WordsModal"]
 
 Submit = Callable[[discord.Interaction[Any], str], Awaitable[None]]
 StopSubmit = Callable[[discord.Interaction[Any], str, bool], Awaitable[None]]
 Fresh = Callable[[discord.Interaction[Any]], bool]
+
+TITLE_MAX, INPUT_MAX, DESCRIPTION_MAX = DISCORD.modal_title_max, DISCORD.text_input_max, DISCORD.label_description_max
 
 # verb -> (modal title, field label); the hub's prompt becomes the field's description.
 WORDS = {"txt": ("Answer {key}", "Your answer"), "int": ("Interrupt run {run}", "Message for the agent"),
@@ -27,10 +31,10 @@ WORDS = {"txt": ("Answer {key}", "Your answer"), "int": ("Interrupt run {run}", 
 class WordsModal(ui.Modal):
     def __init__(self, *, verb: str, run_id: str, key: str, prompt: str, on_submit: Submit, fresh: Fresh) -> None:
         title, label = WORDS.get(verb, ("Your words", "Text"))
-        super().__init__(title=title.format(key=key, run=run_id)[:45], timeout=900)
-        self.text: ui.TextInput[WordsModal] = ui.TextInput(style=discord.TextStyle.paragraph, max_length=4000,
+        super().__init__(title=title.format(key=key, run=run_id)[:TITLE_MAX], timeout=900)
+        self.text: ui.TextInput[WordsModal] = ui.TextInput(style=discord.TextStyle.paragraph, max_length=INPUT_MAX,
                                                             required=verb != "int")
-        self.add_item(ui.Label(text=label, description=prompt[:100] or None, component=self.text))
+        self.add_item(ui.Label(text=label, description=prompt[:DESCRIPTION_MAX] or None, component=self.text))
         self._submit, self._fresh = on_submit, fresh
 
     async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
@@ -42,8 +46,8 @@ class WordsModal(ui.Modal):
 
 class StopModal(ui.Modal):
     def __init__(self, *, run_id: str, on_submit: StopSubmit, fresh: Fresh) -> None:
-        super().__init__(title=f"Stop run {run_id}"[:45], timeout=900)
-        self.message: ui.TextInput[StopModal] = ui.TextInput(style=discord.TextStyle.paragraph, max_length=4000,
+        super().__init__(title=f"Stop run {run_id}"[:TITLE_MAX], timeout=900)
+        self.message: ui.TextInput[StopModal] = ui.TextInput(style=discord.TextStyle.paragraph, max_length=INPUT_MAX,
                                                               required=False)
         self.end: ui.Checkbox[StopModal] = ui.Checkbox(default=False)
         self.add_item(ui.Label(text="Message for the agent", component=self.message,

@@ -94,7 +94,7 @@ class Rendered:
 
 
 def buttons_view(buttons: list[Button]) -> ui.View | None:
-    """Up to 25 buttons (`BUTTONS_MAX`), five to a row, in order; None when there are none."""
+    """Up to `BUTTONS_MAX` buttons, five to a row, in order; None when there are none."""
     if not buttons:
         return None
     view = ui.View(timeout=None)

@@ -23,13 +23,13 @@ from discord import ui
 
 from adapters.discord_bridge.errors import told
 from adapters.discord_bridge.render import NO_MENTIONS
+from adapters.platform.limits import DISCORD
 
 __all__ = ["Reply", "current_reply", "names_as_mentions"]
 
 log = logging.getLogger(__name__)
 _current: ContextVar[Reply | None] = ContextVar("flower_discord_reply", default=None)
 _SNOWFLAKE = re.compile(r"(?<![<@#&\d])(\d{17,20})(?!\d)")
-CONTENT_MAX = 2000
 
 
 def current_reply() -> Reply | None:
@@ -66,7 +66,7 @@ class Reply:
 
     async def say(self, text: str, *, view: ui.View | None = None) -> None:
         """Show `text` to the acting user only (each distinct text once)."""
-        text = names_as_mentions(text.strip())[:CONTENT_MAX] or "…"
+        text = names_as_mentions(text.strip())[:DISCORD.text_max] or "…"
         if text in self._said and view is None:
             return
         self._said.add(text)

@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 Verb = Literal["start", "answer", "send", "stop"]
 
 # What a platform package may use of a Hub: the intents, the questions it may ask, and attaching a
-# front end's own rules. tests/test_facade.py fails when a platform touches anything else.
+# front end's own rules. tests/platforms/test_facade.py fails when a platform touches anything else.
 PLATFORM_FACADE = frozenset({
     # intents
     "start", "answer", "decline", "send", "interrupt", "oracle", "stop", "wake", "follow", "unfollow", "said",

@@ -6,7 +6,7 @@ Two layers:
   paces calls with two token buckets; `run_surface_conformance` posts text, titles, fields, buttons
   and interactive ids at these limits and expects them all shown).
 - One subclass per platform with the shapes only its renderer knows (Block Kit blocks, embeds,
-  modals), read by that platform's `blocks`/`render`/`modals` modules and nowhere else.
+  modals), read by that platform's `render`/`modals`/listener modules and nowhere else.
 
 Each number is the platform's documented limit unless its comment says it is a choice of ours.
 The interactive-id codec (`adapters.ids`) must fit on every platform, so its maximum is the
@@ -73,6 +73,7 @@ class DiscordLimits(PlatformLimits):
     label_description_max: int = 100  # a label component's description (also a text input's placeholder)
     text_input_max: int = 4_000  # a modal text input's max_length
     thread_name_max: int = 100
+    thread_title_max: int = 90  # ours: the thread name we give a run (its task, cut below thread_name_max)
     choices_max: int = 25  # autocomplete choices / select options
     command_text_max: int = 4_000  # ours: a slash command's text option (Discord allows 6,000)
 
@@ -82,6 +83,8 @@ class WebLimits(PlatformLimits):
     """The web page: we are the platform, so these are our choices."""
 
     input_max: int = 20_000  # text a person may send through the API in one request
+    event_text_max: int = 20_000  # ours: an event's text as the page and the API show it (prose can be long)
+    event_log_max: int = 2_000  # the seed's maxlen: a run's newest events kept for pages and polls
 
 
 # Slack: message text is cut at 40,000 chars and a message's markdown blocks hold 12,000 together;

@@ -19,9 +19,10 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
 
 from adapters.ids import encode
-from adapters.slack.blocks import INTERRUPT_WARNING
-from adapters.slack.bridge import PLATFORM, SlackBridge, usage
-from adapters.slack.payloads import PayloadError, parse_flower, text_field
+from adapters.platform import SLACK
+from adapters.slack.context import PLATFORM, SlackContext, usage
+from adapters.slack.inbound import PayloadError, parse_flower, text_field
+from adapters.slack.render import INTERRUPT_WARNING
 from adapters.slack.text import mrkdwn_escape, plain
 from adapters.state import RunRecord
 from adapters.view import fmt as _fmt
@@ -46,12 +47,11 @@ HELP = (
     "• `/flower wake <run id>` brings back a run that could not come back by itself after a restart.\n"
     "• `/flower status` · `/flower runs` · `/flower help`"
 )
-STOP_LIST_MAX = 10
 
 Ack = Callable[..., Awaitable[Any]]
 
 
-def register(app: AsyncApp, bridge: SlackBridge) -> None:
+def register(app: AsyncApp, ctx: SlackContext) -> None:
     async def flower(ack: Ack, command: dict[str, Any], respond: Any) -> None:
         try:
             user, channel = text_field(command, "user_id"), text_field(command, "channel_id")
@@ -67,28 +67,28 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
         elif cmd.kind == "usage":
             await ack(text=mrkdwn_escape(usage(cmd.text)))
         elif cmd.kind == "status":
-            await ack(text=_status(bridge, channel))
+            await ack(text=_status(ctx, channel))
         elif cmd.kind == "runs":
-            await ack(text=_runs(bridge, channel, user))
+            await ack(text=_runs(ctx, channel, user))
         elif cmd.kind in ("follow", "unfollow"):
             await ack()
-            await bridge.know(user, name)
-            mirror = bridge.follow_run if cmd.kind == "follow" else bridge.unfollow_run
+            await ctx.know(user, name)
+            mirror = ctx.follow_run if cmd.kind == "follow" else ctx.unfollow_run
             result = await mirror(cmd.text, channel, user)
-            if not bridge.surface.told_recently(user, result.message):
-                await _reply(respond, bridge, channel, user, result.message)
+            if not ctx.surface.told_recently(user, result.message):
+                await _reply(respond, ctx, channel, user, result.message)
         elif cmd.kind == "wake":
             await ack()
-            await bridge.know(user, name)
-            result = await bridge.hub.wake(cmd.text, user)
-            if not bridge.surface.told_recently(user, result.message):
-                await _reply(respond, bridge, channel, user, result.message)
+            await ctx.know(user, name)
+            result = await ctx.hub.wake(cmd.text, user)
+            if not ctx.surface.told_recently(user, result.message):
+                await _reply(respond, ctx, channel, user, result.message)
         else:
             await ack()
-            await bridge.know(user, name)
-            result = await bridge.start_run(cmd.text, channel, user, options=cmd.options)
-            if not result.ok and not bridge.surface.told_recently(user, result.message):
-                await _reply(respond, bridge, channel, user, result.message)
+            await ctx.know(user, name)
+            result = await ctx.start_run(cmd.text, channel, user, options=cmd.options)
+            if not result.ok and not ctx.surface.told_recently(user, result.message):
+                await _reply(respond, ctx, channel, user, result.message)
 
     async def stop(ack: Ack, command: dict[str, Any], respond: Any) -> None:
         try:
@@ -99,16 +99,16 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             log.warning("/stop payload not understood: %s", exc)
             await ack(text="That command arrived incomplete; please try again.")
             return
-        hub = bridge.hub
+        hub = ctx.hub
         mine = hub.runs(user=user, platform=PLATFORM, channel=channel)
         if len(mine) == 1:
             await ack()
-            await bridge.know(user, name)
+            await ctx.know(user, name)
             result = await hub.interrupt(mine[0].run_id, text, user)
             if result.ok:
-                await _reply(respond, bridge, channel, user, result.message, note=INTERRUPT_WARNING)
-            elif not bridge.surface.told_recently(user, result.message):
-                await _reply(respond, bridge, channel, user, result.message)
+                await _reply(respond, ctx, channel, user, result.message, note=INTERRUPT_WARNING)
+            elif not ctx.surface.told_recently(user, result.message):
+                await _reply(respond, ctx, channel, user, result.message)
             return
         candidates = mine or [r for r in hub.runs(platform=PLATFORM, channel=channel)
                               if hub.may(user, "send", run_id=r.run_id)]
@@ -117,13 +117,13 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             return
         head = ("You have several runs going here" if mine else "You have no run of your own here; these you may "
                 "interrupt") + ": pick one. " + INTERRUPT_WARNING
-        await ack(text=head, blocks=_stop_list(head, candidates[:STOP_LIST_MAX], text, bridge))
+        await ack(text=head, blocks=_stop_list(head, candidates[:SLACK.stop_list_max], text, ctx))
 
     app.command("/flower")(flower)
     app.command("/stop")(stop)
 
 
-async def _reply(respond: Any, bridge: SlackBridge, channel: str, user: str, text: str, *, note: str = "") -> None:
+async def _reply(respond: Any, ctx: SlackContext, channel: str, user: str, text: str, *, note: str = "") -> None:
     """After the ack: through response_url when the payload had one, else an ephemeral message.
     `note` goes under the text in italics."""
     formatted = mrkdwn_escape(text) + (f"\n_{mrkdwn_escape(note)}_" if note else "")
@@ -131,18 +131,18 @@ async def _reply(respond: Any, bridge: SlackBridge, channel: str, user: str, tex
         await respond(text=formatted, response_type="ephemeral", replace_original=False)
     except Exception as exc:  # no response_url, or it expired
         log.info("respond failed (%r); telling %s ephemerally", exc, user)
-        await bridge.tell(channel, user, f"{text}\n{note}" if note else text)
+        await ctx.tell(channel, user, f"{text}\n{note}" if note else text)
 
 
-def _line(bridge: SlackBridge, r: RunRecord) -> str:
-    state = bridge.hub.state(r.run_id)
+def _line(ctx: SlackContext, r: RunRecord) -> str:
+    state = ctx.hub.state(r.run_id)
     return (f"• `{r.run_id}` in <#{r.thread.channel}> — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
-            f"(started by {mrkdwn_escape(bridge.hub.display(r.owner))})"
-            + (f" · worker `{mrkdwn_escape(w)}`" if (w := bridge.hub.holder(r.run_id)) else ""))
+            f"(started by {mrkdwn_escape(ctx.hub.display(r.owner))})"
+            + (f" · worker `{mrkdwn_escape(w)}`" if (w := ctx.hub.holder(r.run_id)) else ""))
 
 
-def _status(bridge: SlackBridge, channel: str) -> str:
-    hub = bridge.hub
+def _status(ctx: SlackContext, channel: str) -> str:
+    hub = ctx.hub
     live = hub.runs(platform=PLATFORM, channel=channel)
     if not live:
         last = hub.runs(platform=PLATFORM, channel=channel, live_only=False)[:1]
@@ -151,22 +151,22 @@ def _status(bridge: SlackBridge, channel: str) -> str:
     return "\n".join(mrkdwn_escape(hub.status(run_id=r.run_id).message) for r in live)
 
 
-def _runs(bridge: SlackBridge, channel: str, user: str) -> str:
+def _runs(ctx: SlackContext, channel: str, user: str) -> str:
     """Live runs of this channel and the caller's own elsewhere (others' runs in channels the caller
     may not be in are counted, not shown)."""
-    live = bridge.hub.runs(platform=PLATFORM)
+    live = ctx.hub.runs(platform=PLATFORM)
     shown = [r for r in live if r.thread.channel == channel or r.owner == user]
     if not shown:
         return "No live runs you can see." + (f" ({len(live)} in other channels.)" if live else "")
     hidden = len(live) - len(shown)
     tail = f"\n_{hidden} more in other channels._" if hidden else ""
-    return "\n".join(_line(bridge, r) for r in shown) + tail
+    return "\n".join(_line(ctx, r) for r in shown) + tail
 
 
-def _stop_list(head: str, runs: list[RunRecord], message: str, bridge: SlackBridge) -> list[Any]:
+def _stop_list(head: str, runs: list[RunRecord], message: str, ctx: SlackContext) -> list[Any]:
     blocks: list[Any] = [SectionBlock(text=mrkdwn_escape(head))]
-    blocks += [SectionBlock(text=_line(bridge, r)) for r in runs]
+    blocks += [SectionBlock(text=_line(ctx, r)) for r in runs]
     blocks.append(ActionsBlock(elements=[
         ButtonElement(text=plain(f"Stop {r.run_id}: {r.task}", 75), action_id=encode("stop", r.run_id),
-                      value=message[:2000] or None, style="danger") for r in runs]))
+                      value=message[:SLACK.button_value_max] or None, style="danger") for r in runs]))
     return blocks

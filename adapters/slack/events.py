@@ -25,9 +25,9 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from adapters.slack.bridge import SlackBridge, usage
 from adapters.slack.commands import HELP
-from adapters.slack.payloads import PayloadError, text_field
+from adapters.slack.context import SlackContext, usage
+from adapters.slack.inbound import PayloadError, text_field
 from adapters.slack.text import strip_bot_mention
 
 __all__ = ["PERSON_SUBTYPES", "STOPPED_TEXT", "register"]
@@ -46,7 +46,7 @@ def fields(event: dict[str, Any], required: tuple[str, ...], optional: tuple[str
     return got
 
 
-def register(app: AsyncApp, bridge: SlackBridge) -> None:
+def register(app: AsyncApp, ctx: SlackContext) -> None:
     async def on_message(event: dict[str, Any]) -> None:
         if event.get("bot_id"):
             return
@@ -58,15 +58,15 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             log.warning("message event not understood: %s", exc)
             return
         user, channel, ts, text, thread_ts = got["user"], got["channel"], got["ts"], got["text"], got["thread_ts"]
-        if not thread_ts or thread_ts == ts or _mentions(bridge, text):
+        if not thread_ts or thread_ts == ts or _mentions(ctx, text):
             return
-        thread = bridge.thread(channel, thread_ts)
-        if not bridge.answers_here(thread):
+        thread = ctx.thread(channel, thread_ts)
+        if not ctx.answers_here(thread):
             return
-        await bridge.know(user)
-        result = await bridge.hub.said(thread, user, text, origin=ts)
+        await ctx.know(user)
+        result = await ctx.hub.said(thread, user, text, origin=ts)
         if result is not None:
-            await bridge.report(result, channel, user, thread_ts)
+            await ctx.report(result, channel, user, thread_ts)
 
     async def on_mention(event: dict[str, Any]) -> None:
         if event.get("bot_id"):
@@ -77,20 +77,20 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             log.warning("app_mention event not understood: %s", exc)
             return
         user, channel, ts, thread_ts = got["user"], got["channel"], got["ts"], got["thread_ts"]
-        text = strip_bot_mention(got["text"], bridge.bot_user_id)
-        await bridge.know(user)
-        if thread_ts and thread_ts != ts and bridge.answers_here(bridge.thread(channel, thread_ts)):
-            result = await bridge.hub.said(bridge.thread(channel, thread_ts), user, text, origin=ts)
+        text = strip_bot_mention(got["text"], ctx.bot_user_id)
+        await ctx.know(user)
+        if thread_ts and thread_ts != ts and ctx.answers_here(ctx.thread(channel, thread_ts)):
+            result = await ctx.hub.said(ctx.thread(channel, thread_ts), user, text, origin=ts)
             if result is not None:
-                await bridge.report(result, channel, user, thread_ts)
+                await ctx.report(result, channel, user, thread_ts)
             return
         in_thread = thread_ts if thread_ts and thread_ts != ts else ""
         if not text or text.lower() in ("help", "usage"):
-            await bridge.tell(channel, user, HELP if text else usage(), in_thread)
+            await ctx.tell(channel, user, HELP if text else usage(), in_thread)
             return
-        result = await bridge.start_run(text, channel, user, thread_ts=in_thread)
+        result = await ctx.start_run(text, channel, user, thread_ts=in_thread)
         if not result.ok:
-            await bridge.report(result, channel, user, in_thread)
+            await ctx.report(result, channel, user, in_thread)
 
     async def on_session_stopped(event: dict[str, Any]) -> None:
         try:
@@ -100,20 +100,20 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
         except PayloadError as exc:
             log.warning("agent_session_stopped event not understood: %s", exc)
             return
-        thread = bridge.thread(channel, thread_ts)
-        sessions = bridge.surface.sessions
-        record = bridge.run_in(thread)
-        if record is None or not bridge.hub.is_live(record.run_id):
+        thread = ctx.thread(channel, thread_ts)
+        sessions = ctx.surface.sessions
+        record = ctx.run_in(thread)
+        if record is None or not ctx.hub.is_live(record.run_id):
             if sessions is not None:
                 sessions.want(thread, "closed")  # nothing runs there: Slack waits for us to leave processing
             return
-        await bridge.know(user)
-        who = bridge.hub.display(user) if user else "Someone"
-        result = await bridge.hub.interrupt(record.run_id, STOPPED_TEXT.format(who=who), user or record.owner)
+        await ctx.know(user)
+        who = ctx.hub.display(user) if user else "Someone"
+        result = await ctx.hub.interrupt(record.run_id, STOPPED_TEXT.format(who=who), user or record.owner)
         if result.ok and sessions is not None:
             sessions.want(thread, "active")
         elif user:
-            await bridge.report(result, channel, user, thread_ts)
+            await ctx.report(result, channel, user, thread_ts)
 
     async def other_event(event: dict[str, Any]) -> None:
         log.debug("event %r not used", event.get("type"))
@@ -124,5 +124,5 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
     app.event(re.compile(r".*"))(other_event)  # acked and dropped, not "unhandled"
 
 
-def _mentions(bridge: SlackBridge, text: str) -> bool:
-    return bool(bridge.bot_user_id) and f"<@{bridge.bot_user_id}" in text
+def _mentions(ctx: SlackContext, text: str) -> bool:
+    return bool(ctx.bot_user_id) and f"<@{ctx.bot_user_id}" in text

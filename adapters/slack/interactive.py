@@ -26,10 +26,10 @@ from typing import Any, Literal
 from slack_bolt.async_app import AsyncApp
 
 from adapters.ids import IdError, decode
-from adapters.slack.bridge import SlackBridge
+from adapters.slack.context import SlackContext
 from adapters.slack.errors import slack_call
+from adapters.slack.inbound import Action, PayloadError, message_thread, read_action, text_field
 from adapters.slack.modals import INPUT_CALLBACK, STOP_CALLBACK, input_view, read_submission, stop_view
-from adapters.slack.payloads import Action, PayloadError, message_thread, read_action, text_field
 from adapters.state import RunRecord
 from adapters.surface import SurfaceError
 
@@ -45,7 +45,7 @@ Ack = Callable[..., Awaitable[Any]]
 NOT_MINE = "That button is not one of mine (or comes from an older version of the bot)."
 
 
-def register(app: AsyncApp, bridge: SlackBridge) -> None:
+def register(app: AsyncApp, ctx: SlackContext) -> None:
     async def on_click(ack: Ack, body: dict[str, Any], respond: Any) -> None:
         await ack()
         try:
@@ -54,30 +54,30 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             log.warning("block_actions payload not understood: %s", exc)
             await _explain(respond, "I could not read that click; please try again.")
             return
-        await bridge.know(a.user, a.user_name)
+        await ctx.know(a.user, a.user_name)
         try:
             verb, run_id = (act := decode(a.action_id)).verb, act.run_id
         except IdError as exc:
             log.warning("click on an id that is not ours: %s", exc)
-            await bridge.tell(a.channel, a.user, NOT_MINE, a.thread_ts)
+            await ctx.tell(a.channel, a.user, NOT_MINE, a.thread_ts)
             return
         thread_ts = "" if a.ephemeral else a.thread_ts
         if verb == "stop":
-            record = await _may(bridge, run_id, a.user, "send", a.channel, thread_ts)
+            record = await _may(ctx, run_id, a.user, "send", a.channel, thread_ts)
             if record is not None:
-                await _open(bridge, a, stop_view(run_id, channel=a.channel, thread=thread_ts, message=a.value,
+                await _open(ctx, a, stop_view(run_id, channel=a.channel, thread=thread_ts, message=a.value,
                                                  task=record.task))
             return
-        if verb in NEEDS_WORDS and await _may(bridge, run_id, a.user, NEEDS_WORDS[verb], a.channel, thread_ts) is None:
+        if verb in NEEDS_WORDS and await _may(ctx, run_id, a.user, NEEDS_WORDS[verb], a.channel, thread_ts) is None:
             return
-        where = bridge.thread(a.channel, thread_ts)
-        result = await bridge.hub.handle_action(a.action_id, a.user, delivery_id=a.trigger_id or a.action_ts or None,
+        where = ctx.thread(a.channel, thread_ts)
+        result = await ctx.hub.handle_action(a.action_id, a.user, delivery_id=a.trigger_id or a.action_ts or None,
                                                 where=where)
         if result.needs_input:
-            await _open(bridge, a, input_view(a.action_id, verb, result.needs_input, channel=a.channel,
+            await _open(ctx, a, input_view(a.action_id, verb, result.needs_input, channel=a.channel,
                                               thread=thread_ts, context=a.message_text if verb == "txt" else ""))
             return
-        await bridge.report(result, a.channel, a.user, thread_ts)
+        await ctx.report(result, a.channel, a.user, thread_ts)
 
     async def on_input(ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:
         try:
@@ -93,10 +93,10 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             await ack(response_action="errors", errors={"text": "Write something first."})
             return
         await ack()
-        where = bridge.thread(sub.meta["c"], sub.meta.get("t", "")) if sub.meta.get("c") else None
-        result = await bridge.hub.handle_action(action_id, user, delivery_id=f"view:{view_id}", text=sub.text,
+        where = ctx.thread(sub.meta["c"], sub.meta.get("t", "")) if sub.meta.get("c") else None
+        result = await ctx.hub.handle_action(action_id, user, delivery_id=f"view:{view_id}", text=sub.text,
                                                 where=where)
-        await bridge.report(result, sub.meta.get("c", ""), user, sub.meta.get("t", ""), success=verb == "int")
+        await ctx.report(result, sub.meta.get("c", ""), user, sub.meta.get("t", ""), success=verb == "int")
 
     async def on_stop(ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:
         try:
@@ -108,9 +108,9 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             await ack(response_action="errors", errors={"text": "This form is out of date; close it and try again."})
             return
         await ack()
-        hub = bridge.hub
+        hub = ctx.hub
         result = await hub.stop(run_id, user) if sub.end else await hub.interrupt(run_id, sub.text.strip(), user)
-        await bridge.report(result, sub.meta.get("c", ""), user, sub.meta.get("t", ""), success=True)
+        await ctx.report(result, sub.meta.get("c", ""), user, sub.meta.get("t", ""), success=True)
 
     async def on_shortcut(ack: Ack, body: dict[str, Any], respond: Any) -> None:
         await ack()
@@ -123,16 +123,16 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             log.warning("message shortcut payload not understood: %s", exc)
             await _explain(respond, "I could not read that shortcut; please try again.")
             return
-        await bridge.know(user, name)
-        record = bridge.run_in(bridge.thread(channel, thread_ts))
-        if record is None or not bridge.hub.is_live(record.run_id):
-            await bridge.tell(channel, user, "That message is not in the thread of a live run.", thread_ts)
+        await ctx.know(user, name)
+        record = ctx.run_in(ctx.thread(channel, thread_ts))
+        if record is None or not ctx.hub.is_live(record.run_id):
+            await ctx.tell(channel, user, "That message is not in the thread of a live run.", thread_ts)
             return
-        if await _may(bridge, record.run_id, user, "send", channel, thread_ts) is None:
+        if await _may(ctx, record.run_id, user, "send", channel, thread_ts) is None:
             return
         a = Action(action_id="", value="", user=user, user_name="", channel=channel, message_ts="",
                    thread_ts=thread_ts, trigger_id=trigger, action_ts="", ephemeral=False, message_text="")
-        await _open(bridge, a, stop_view(record.run_id, channel=channel, thread=thread_ts, task=record.task))
+        await _open(ctx, a, stop_view(record.run_id, channel=channel, thread=thread_ts, task=record.task))
 
     async def on_unfollow(ack: Ack, body: dict[str, Any], respond: Any) -> None:
         await ack()
@@ -144,10 +144,10 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
             log.warning("unfollow shortcut payload not understood: %s", exc)
             await _explain(respond, "I could not read that shortcut; please try again.")
             return
-        await bridge.know(user, name)
-        result = await bridge.hub.unfollow(bridge.thread(channel, thread_ts), user)
-        if not result.ok and not bridge.surface.told_recently(user, result.message):  # ok: the thread says it
-            await bridge.tell(channel, user, result.message, thread_ts)
+        await ctx.know(user, name)
+        result = await ctx.hub.unfollow(ctx.thread(channel, thread_ts), user)
+        if not result.ok and not ctx.surface.told_recently(user, result.message):  # ok: the thread says it
+            await ctx.tell(channel, user, result.message, thread_ts)
 
     async def not_ours(ack: Ack, body: dict[str, Any], respond: Any) -> None:
         await ack()
@@ -169,14 +169,14 @@ def register(app: AsyncApp, bridge: SlackBridge) -> None:
     app.view(re.compile(r".*"))(view_not_ours)
 
 
-async def _may(bridge: SlackBridge, run_id: str, user: str, what: Literal["answer", "send"], channel: str,
+async def _may(ctx: SlackContext, run_id: str, user: str, what: Literal["answer", "send"], channel: str,
                thread_ts: str) -> RunRecord | None:
     """The run if `user` may `what` on it (the hub's rule, asked before a form opens); otherwise the
     refusal is told and None."""
-    hub = bridge.hub
+    hub = ctx.hub
     record = hub.run(run_id)
     if record is None:
-        await bridge.tell(channel, user, f"I don't know run {run_id}.", thread_ts)
+        await ctx.tell(channel, user, f"I don't know run {run_id}.", thread_ts)
         return None
     decision = hub.may(user, what, run_id=run_id)
     if not decision:
@@ -185,15 +185,15 @@ async def _may(bridge: SlackBridge, run_id: str, user: str, what: Literal["answe
     return record
 
 
-async def _open(bridge: SlackBridge, a: Action, view: Any) -> None:
+async def _open(ctx: SlackContext, a: Action, view: Any) -> None:
     if not a.trigger_id:
-        await bridge.tell(a.channel, a.user, "Slack sent no trigger to open a form; please click again.", a.thread_ts)
+        await ctx.tell(a.channel, a.user, "Slack sent no trigger to open a form; please click again.", a.thread_ts)
         return
     try:
-        await slack_call("views.open", bridge.client.views_open(trigger_id=a.trigger_id, view=view))
+        await slack_call("views.open", ctx.client.views_open(trigger_id=a.trigger_id, view=view))
     except SurfaceError as exc:  # an expired trigger (slow network), a bad view
         log.warning("could not open a modal: %s", exc)
-        await bridge.tell(a.channel, a.user, "I could not open the form; please try again (or reply `qN: …` in the "
+        await ctx.tell(a.channel, a.user, "I could not open the form; please try again (or reply `qN: …` in the "
                           "thread to answer in words).", a.thread_ts)
 
 

@@ -25,8 +25,8 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from adapters.platform import SLACK
-from adapters.slack.blocks import INTERRUPT_WARNING
-from adapters.slack.payloads import PayloadError, text_field
+from adapters.slack.inbound import PayloadError, text_field
+from adapters.slack.render import CONTEXT_MAX, INTERRUPT_WARNING
 from adapters.slack.text import mrkdwn_escape, plain
 
 __all__ = ["INPUT_CALLBACK", "STOP_CALLBACK", "Submission", "input_view", "read_submission", "stop_view"]
@@ -35,7 +35,6 @@ INPUT_CALLBACK = "flower_input"
 STOP_CALLBACK = "flower_stop"
 TEXT_BLOCK, END_BLOCK = "text", "end"  # block ids, also the action ids of their inputs
 INPUT_MAX, LABEL_MAX, TITLE_MAX = SLACK.input_max, SLACK.input_label_max, SLACK.modal_title_max
-CONTEXT_MAX = SLACK.context_max - 100  # as in blocks.py
 TITLES = {"txt": "Answer in words", "int": "Interrupt the agent", "orc": "Ask the oracle"}
 
 

@@ -1,7 +1,7 @@
 """SlackSurface: the hub's neutral messages in a Slack channel thread.
 
 Threads: a run's ThreadRef is ("slack", channel id, thread ts). A run started in a channel has its
-status card as the thread's root message: the bridge posts that root first (`post_root`), records it
+status card as the thread's root message: the context posts that root first (`post_root`), records it
 as the thread's "status" message, then starts the run in the thread it opened; from then on the
 outbox edits the root in place and posts everything else as replies. A run started inside an
 existing thread posts its status card as a reply like the rest.
@@ -28,8 +28,8 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.platform import SLACK, OutMessage, PermanentSurfaceError, PlatformLimits, PlatformSurface, ThreadRef
-from adapters.slack.blocks import render
 from adapters.slack.errors import is_code, slack_call
+from adapters.slack.render import render
 from adapters.slack.sessions import AgentSessions
 from adapters.slack.text import mrkdwn_escape
 
@@ -100,7 +100,7 @@ class SlackSurface(PlatformSurface):
             raise PermanentSurfaceError("slack conversations.open: no channel id in the answer")
         return ThreadRef("slack", str(channel["id"]), "")
 
-    # ---- what the bridge needs beside the protocol ------------------------------------------------
+    # ---- what the context needs beside the protocol ------------------------------------------------
     async def post_root(self, channel: str, msg: OutMessage) -> str:
         """Post a message at the top of the channel (a run's status card); its ts opens the run's thread."""
         blocks, text = render(msg)
@@ -117,7 +117,7 @@ class SlackSurface(PlatformSurface):
 
     def told_recently(self, user: str, text: str) -> bool:
         """Whether exactly this notice went to this user a moment ago (the hub refuses and notifies
-        itself; the bridge then does not say it twice)."""
+        itself; the context then does not say it twice)."""
         self._forget_told()
         return (user, text) in self._told
 

@@ -43,6 +43,7 @@ from aiohttp import hdrs, web
 
 from adapters.hub import CardProblem, IntentResult, RunOptions
 from adapters.ids import IdError, decode
+from adapters.platform.limits import WEB
 from adapters.state import RunRecord
 from adapters.surface import ThreadRef
 
@@ -55,7 +56,6 @@ log = logging.getLogger(__name__)
 
 WEB_USER = "web"
 WEB_KEY: web.AppKey[WebFrontend] = web.AppKey("flower_web")
-TEXT_MAX = 20_000
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -150,8 +150,8 @@ def text_field(data: dict[str, Any], key: str, *, required: bool = True, empty_o
         return ""
     if not empty_ok and not value.strip():
         raise ApiError(400, f"{key!r} is empty: say something")
-    if len(value) > TEXT_MAX:
-        raise ApiError(400, f"{key!r} is {len(value)} characters, over the {TEXT_MAX} limit")
+    if len(value) > WEB.input_max:
+        raise ApiError(400, f"{key!r} is {len(value)} characters, over the {WEB.input_max} limit")
     return str(value)
 
 

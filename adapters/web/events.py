@@ -25,13 +25,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.platform.limits import WEB
 from flower_core import Event
 
 log = logging.getLogger(__name__)
 
 __all__ = ["EventLog", "EventLogs", "Page", "event_record", "json_safe"]
 
-TEXT_MAX = 20_000  # an event's text (prose can be long; tool summaries are short already)
 VALUE_MAX = 2_000  # one string inside a payload (tool inputs may carry whole files)
 ITEMS_MAX = 200  # keys of a dict / items of a list inside a payload
 DEPTH_MAX = 8
@@ -68,7 +68,7 @@ def json_safe(value: Any, depth: int = 0) -> Any:
 def event_record(seq: int, ev: Event) -> dict[str, Any]:
     """The four public fields of an Event (the seed's shape) plus its sequence number."""
     payload = ev.payload if isinstance(ev.payload, dict) else {}
-    return {"seq": seq, "kind": str(ev.kind), "text": _clip(str(ev.text or ""), TEXT_MAX),
+    return {"seq": seq, "kind": str(ev.kind), "text": _clip(str(ev.text or ""), WEB.event_text_max),
             "tool": str(ev.tool or ""), "payload": json_safe(payload)}
 
 
@@ -91,7 +91,7 @@ class Page:
 class EventLog:
     """One run's newest events. Appends and reads happen on the event loop's thread."""
 
-    def __init__(self, run_id: str, maxlen: int = 2000, *, base: int | None = None) -> None:
+    def __init__(self, run_id: str, maxlen: int = WEB.event_log_max, *, base: int | None = None) -> None:
         if maxlen < 1:
             raise ValueError("maxlen must be at least 1")
         self.run_id = run_id
@@ -146,7 +146,7 @@ class EventLog:
 class EventLogs:
     """The logs of the runs this process has seen, newest runs kept (`max_runs` logs at most)."""
 
-    def __init__(self, maxlen: int = 2000, max_runs: int = 100) -> None:
+    def __init__(self, maxlen: int = WEB.event_log_max, max_runs: int = 100) -> None:
         self.maxlen, self.max_runs = maxlen, max_runs
         self.logs: OrderedDict[str, EventLog] = OrderedDict()
         self.errors = 0

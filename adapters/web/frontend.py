@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from adapters.platform.limits import WEB
 from adapters.state import RunRecord
 from adapters.surface import StartRefused, ThreadRef
 from adapters.web import api, page, stream
@@ -59,7 +60,7 @@ class WebFrontend:
         return "listening" if self._runner is not None else "stopped"
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8470, token: str | None = None, demo: bool = False,
-                 db_path: str | Path | None = None, event_maxlen: int = 2000, max_body: int = MAX_BODY,
+                 db_path: str | Path | None = None, event_maxlen: int = WEB.event_log_max, max_body: int = MAX_BODY,
                  mirror_all: bool = True, say: Callable[[str], object] = print) -> None:
         self.host, self.port = host, port
         self.demo = demo

@@ -1,0 +1,223 @@
+"""SlackContext: what every Slack listener shares — the hub, the surface, the app's client, who the
+bot is, people's names — and the one flow they share, starting a run.
+
+Starting in a channel: check who may start (so a refused person leaves no trace in the channel),
+post the status card as the channel's root message, record it as the thread's "status" message,
+and start the run in the thread that root opens. If the hub refuses after all (run limit, busy
+workspace), the root is deleted again and the refusal reaches the person alone.
+
+Following a run (`/flower follow <run id>`) is the same dance: a root message opens a new thread
+of the channel, saved as that thread's status message, and the hub mirrors the run there (its
+status card takes the root over). Slack delivers no slash command typed in a thread, so
+`/flower unfollow <run id>` in the channel ends that run's mirror threads in the channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.hub import Hub, IntentResult, RunOptions
+from adapters.lru import LRU
+from adapters.platform import SLACK
+from adapters.slack.errors import is_code
+from adapters.slack.surface import SlackSurface
+from adapters.state import RunRecord
+from adapters.surface import OutMessage, SurfaceError, ThreadRef
+from adapters.view import FINAL_STATES
+from adapters.view import fmt as _fmt
+from adapters.view.status import STATUS_KEY
+
+__all__ = ["NOT_IN_CHANNEL", "PLATFORM", "SlackContext", "usage"]
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "slack"
+NOT_IN_CHANNEL = "I am not in this channel yet: invite me first (`/invite @flower`), then try again."
+NAME_LOOKUP_S = 3.0  # users.info is waited for this long at most; the card then shows the user id
+
+
+def usage(unknown: str = "") -> str:
+    head = f"I don't know `{unknown}`. " if unknown else ""
+    return (f"{head}Usage: `/flower <task>` starts a run in this channel · `/flower status` · `/flower runs` · "
+            "`/flower follow <run id>` · `/flower unfollow <run id>` · `/flower help` · "
+            "`/stop [message]` interrupts your run here.")
+
+
+class SlackContext:
+    def __init__(self, surface: SlackSurface, client: AsyncWebClient) -> None:
+        self.surface, self.client = surface, client
+        self._hub: Hub | None = None
+        self.bot_user_id = ""
+        self.options: RunOptions | None = None  # per-run options every Slack start gets (None: the bot's)
+        self._looked_up: LRU[str, bool] = LRU(10_000)
+
+    # ---- wiring -------------------------------------------------------------------------------------
+    def attach(self, hub: Hub) -> None:
+        self._hub = hub
+        self.surface.footer = self.footer
+        if self.surface.sessions is not None:
+            self.surface.sessions.describe = self.describe
+
+    @property
+    def hub(self) -> Hub:
+        if self._hub is None:
+            raise RuntimeError("the Slack context is not attached to a hub yet")
+        return self._hub
+
+    def seen(self, key: str) -> bool:
+        """Dedupe an inbound delivery (True: handled before, within the store's TTL)."""
+        return self._hub is not None and self._hub.seen(key)
+
+    # ---- threads and runs -----------------------------------------------------------------------------
+    @staticmethod
+    def thread(channel: str, thread_ts: str = "") -> ThreadRef:
+        return ThreadRef(PLATFORM, channel, thread_ts)
+
+    def run_in(self, thread: ThreadRef) -> RunRecord | None:
+        """The run this thread shows (its own, or one it follows)."""
+        run_id = self.hub.run_in(thread)
+        return self.hub.run(run_id) if run_id else None
+
+    def answers_here(self, thread: ThreadRef) -> bool:
+        """A person's message in this thread is for a run: one going, or one asleep since a restart
+        (its cards still answer). Threads of finished runs are left to people."""
+        record = self.run_in(thread)
+        return record is not None and (self.hub.is_live(record.run_id) or record.status not in FINAL_STATES)
+
+    def footer(self, thread: ThreadRef) -> str:
+        record = self.run_in(thread)
+        if record is None:
+            return ""
+        return f"Started by {self.hub.display(record.owner)} · run {record.run_id}"
+
+    def describe(self, thread: ThreadRef) -> tuple[str, str] | None:
+        record = self.run_in(thread)
+        return (_fmt.one_line(record.task, SLACK.session_title_max), record.owner) if record is not None else None
+
+    # ---- people ---------------------------------------------------------------------------------------
+    async def know(self, user: str, name: str = "") -> None:
+        """Note who `user` is: the name a payload carried, else (once) Slack's users.info."""
+        if not user:
+            return
+        if name:
+            self.hub.note(user, name)
+            self._looked_up.put(user, True)
+            return
+        if self._looked_up.get(user):
+            return
+        self._looked_up.put(user, True)
+        try:
+            resp = await asyncio.wait_for(self.client.users_info(user=user), NAME_LOOKUP_S)
+        except Exception as exc:  # no scope, no network: the id stands in for the name
+            log.info("users.info for %s: %r", user, exc)
+            return
+        info: Any = resp.get("user") or {}
+        profile = info.get("profile") or {}
+        display = profile.get("display_name") or profile.get("real_name") or info.get("real_name") or info.get("name")
+        if display:
+            self.hub.note(user, str(display))
+
+    # ---- telling people ---------------------------------------------------------------------------------
+    async def tell(self, channel: str, user: str, text: str, thread_ts: str = "") -> None:
+        """An ephemeral line to one person; never raises."""
+        if not channel or not user:
+            log.warning("nowhere to tell %r: %s", user, text)
+            return
+        try:
+            await self.surface.notify(self.thread(channel, thread_ts), user, text)
+        except SurfaceError as exc:
+            log.warning("could not tell %s in %s: %s", user, channel, exc)
+
+    async def report(self, result: IntentResult, channel: str, user: str, thread_ts: str = "", *,
+                     success: bool = False) -> None:
+        """Show an intent's outcome to the actor when nobody has yet: a refusal the hub did not
+        notify itself, a late click ("already answered by …"), and successes when asked to."""
+        text = result.to_show(quiet_when_ok=not success)
+        if text is not None and not self.surface.told_recently(user, text):
+            await self.tell(channel, user, text, thread_ts)
+
+    # ---- starting a run -----------------------------------------------------------------------------------
+    async def start_run(self, task: str, channel: str, user: str, *, thread_ts: str = "",
+                        options: dict[str, float] | None = None) -> IntentResult:
+        """`options`: what the person asked for on the command line (budget_usd, timeout_s, max_asks),
+        over the context's own defaults."""
+        hub = self.hub
+        run_options = self.options
+        if options:
+            base = self.options or RunOptions()
+            asks = options.get("max_asks")
+            run_options = replace(base, budget_usd=options.get("budget_usd", base.budget_usd),
+                                  timeout_s=options.get("timeout_s", base.timeout_s),
+                                  max_asks=int(asks) if asks is not None else base.max_asks)
+        task = task.strip()
+        if not task:
+            return IntentResult(False, usage())
+        decision = hub.may(user, "start", channel=f"{PLATFORM}:{channel}")
+        if not decision:
+            await self.tell(channel, user, decision.reason, thread_ts)
+            return IntentResult(False, decision.reason)
+        if thread_ts:
+            return await hub.start(task, self.thread(channel, thread_ts), user, options=run_options)
+        card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(task, 200)}", title="⏳ Starting",
+                          fields=[("Started by", hub.display(user))])
+        return await self._under_new_root(channel, card, lambda thread: hub.start(task, thread, user,
+                                                                                  options=run_options))
+
+    async def _under_new_root(self, channel: str, card: OutMessage,
+                              act: Callable[[ThreadRef], Awaitable[IntentResult]], run_id: str = "") -> IntentResult:
+        """Post `card` as a new root in `channel`, let `act` bind its thread (a start, a follow) while
+        the root is still provisional, and remove the root again when the hub refuses."""
+        try:
+            root = await self.surface.post_root(channel, card)
+        except SurfaceError as exc:
+            if is_code(exc, "not_in_channel", "channel_not_found"):
+                return IntentResult(False, NOT_IN_CHANNEL, run_id)
+            log.warning("could not post a new root in %s: %s", channel, exc)
+            return IntentResult(False, f"Could not post in this channel ({exc}); try again in a moment.", run_id)
+        thread = self.thread(channel, root)
+        self.hub.remember_message(thread, STATUS_KEY, root)
+        self.surface.provisional(thread, True)
+        try:
+            result = await act(thread)
+        finally:
+            self.surface.provisional(thread, False)
+        if not result.ok:
+            try:
+                await self.surface.delete(channel, root)
+            except SurfaceError as exc:
+                log.warning("could not remove the root of a refused %s in %s: %s", card.title, channel, exc)
+        return result
+
+    # ---- following a run elsewhere ------------------------------------------------------------------------
+    async def follow_run(self, run_id: str, channel: str, user: str) -> IntentResult:
+        """Mirror a live run into a new thread of `channel`. Checked first, so a refused person
+        leaves no root behind; a refusal the hub still makes removes the root again."""
+        hub = self.hub
+        record = hub.run(run_id)
+        if record is None:
+            return IntentResult(False, f"No run {run_id}. `/flower runs` lists the runs you can see.")
+        may = hub.followable(run_id, user)
+        if not may.ok:
+            return may
+        card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(record.task, 200)}",
+                          title=f"👀 Following run {run_id}", fields=[("Started by", hub.display(record.owner))])
+        return await self._under_new_root(channel, card, lambda thread: hub.follow(run_id, thread, user), run_id)
+
+    async def unfollow_run(self, run_id: str, channel: str, user: str) -> IntentResult:
+        """End every thread of `channel` that follows `run_id` (its own thread is not a mirror)."""
+        hub = self.hub
+        threads = [t for t in hub.followers(run_id) if t.platform == PLATFORM and t.channel == channel]
+        if not threads:
+            return IntentResult(False, f"No thread of this channel follows run {run_id}.", run_id)
+        result = IntentResult(False, "", run_id)
+        for thread in threads:
+            result = await hub.unfollow(thread, user)
+            if not result.ok:
+                return result
+        return result

@@ -1,0 +1,186 @@
+"""Inbound Slack payloads read into plain values (pure). Anything missing or of the wrong type
+raises `PayloadError` with a line fit for the log; the listeners turn it into a warning and, where
+a person acted, an ephemeral explanation.
+
+Slash command grammar (`/flower`):
+
+=====================  ==============================================================
+``/flower <task>``     start a run (a single unknown word is taken for a mistyped subcommand)
+``/flower start <t>``  start a run, whatever `t` is (a one-word task)
+``/flower status``     the run of this channel
+``/flower runs``       the live runs the caller can see
+``/flower help``       what the bot does
+``/flower follow <r>`` show run `r` in a new thread of this channel (a mirror)
+``/flower unfollow <r>``  stop showing run `r` in this channel's mirror threads
+=====================  ==============================================================
+
+`follow`/`unfollow` take exactly one word, the run id; with more words it is a task ("follow the
+style guide") and starts a run. A task may begin with per-run options, as Discord's command takes
+them: ``/flower budget=5 timeout=600 asks=3 write a CLI`` (cost cap in dollars, question window in
+seconds, question quota); a malformed value is a usage error, not part of the task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["RUN_SUBCOMMANDS", "SUBCOMMANDS", "Action", "FlowerCommand", "PayloadError", "dedupe_key", "message_thread",
+           "parse_flower", "read_action", "text_field"]
+
+SUBCOMMANDS = ("start", "status", "runs", "help")
+RUN_SUBCOMMANDS = ("follow", "unfollow", "wake")  # take one word: a run id
+
+
+class PayloadError(ValueError):
+    """A payload without something the listeners need."""
+
+
+def text_field(d: Any, *path: str, required: bool = True, null_ok: bool = True) -> str:
+    """d[path[0]][path[1]]… as a string ("" when absent and not required). A JSON null counts as
+    absent unless `null_ok=False` (Slack sends null for an empty form field, never for an event's
+    user, text or ts). Anything else that is not a string is a `PayloadError`: Slack sends ids,
+    timestamps and text as strings, so a number or an object is a broken or forged payload — never
+    coerced into text (a numeric `user` once became inbox mail)."""
+    cur = d
+    for i, key in enumerate(path):
+        if not isinstance(cur, dict) or key not in cur:
+            if required:
+                raise PayloadError(f"payload has no {'.'.join(path)}")
+            return ""
+        if cur[key] is None and (null_ok or i < len(path) - 1):
+            if required:
+                raise PayloadError(f"payload has no {'.'.join(path)}")
+            return ""
+        cur = cur[key]
+    if not isinstance(cur, str):
+        kind = "null" if cur is None else type(cur).__name__
+        raise PayloadError(f"payload field {'.'.join(path)} is {kind}, not text")
+    return cur
+
+
+@dataclass(frozen=True)
+class FlowerCommand:
+    kind: str  # start | status | runs | help | follow | unfollow | wake | usage
+    text: str = ""  # the task (start), the run id (follow, unfollow, wake) or what was not understood (usage)
+    options: dict[str, float] = field(default_factory=dict)  # start: budget_usd, timeout_s, max_asks
+
+
+OPTION_NAMES = {"budget": "budget_usd", "timeout": "timeout_s", "asks": "max_asks"}
+
+
+def _leading_options(words: str) -> tuple[dict[str, float], str] | None:
+    """`budget=5 timeout=600 rest…` -> ({budget_usd: 5, timeout_s: 600}, "rest…"); None when malformed."""
+    options: dict[str, float] = {}
+    rest = words
+    while True:
+        head, _, tail = rest.partition(" ")
+        name, eq, value = head.partition("=")
+        if not eq or name.lower() not in OPTION_NAMES:
+            return options, rest
+        try:
+            number = float(value.lstrip("$"))
+        except ValueError:
+            return None
+        if number < 0 or (name.lower() == "asks" and not number.is_integer()):
+            return None
+        options[OPTION_NAMES[name.lower()]] = number
+        rest = tail.strip()
+
+
+def parse_flower(text: str) -> FlowerCommand:
+    words = text.strip()
+    if not words:
+        return FlowerCommand("usage", "")
+    head, _, rest = words.partition(" ")
+    sub = head.lower()
+    if sub == "start":
+        return FlowerCommand("start", rest.strip()) if rest.strip() else FlowerCommand("usage", "")
+    if sub in SUBCOMMANDS and not rest.strip():
+        return FlowerCommand(sub)
+    if sub in RUN_SUBCOMMANDS and " " not in rest.strip():
+        return FlowerCommand(sub, rest.strip()) if rest.strip() else FlowerCommand("usage", "")
+    parsed = _leading_options(words)
+    if parsed is None:
+        return FlowerCommand("usage", head)
+    options, task = parsed
+    if options:
+        return FlowerCommand("start", task, options) if task else FlowerCommand("usage", "")
+    if " " not in words.strip():
+        return FlowerCommand("usage", head)  # `/flower stauts`: a typo, not a one-word task
+    return FlowerCommand("start", words)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One button click (block_actions) with where it happened."""
+
+    action_id: str
+    value: str
+    user: str
+    user_name: str
+    channel: str
+    message_ts: str
+    thread_ts: str  # the thread the message is in (its own ts when it is a thread root)
+    trigger_id: str
+    action_ts: str
+    ephemeral: bool
+    message_text: str  # the clicked message's markdown body, for a modal's context
+
+
+def read_action(body: dict[str, Any]) -> Action:
+    actions = body.get("actions")
+    if not isinstance(actions, list) or not actions or not isinstance(actions[0], dict):
+        raise PayloadError("block_actions payload has no actions")
+    act = actions[0]
+    container: dict[str, Any] = body["container"] if isinstance(body.get("container"), dict) else {}
+    message: dict[str, Any] = body["message"] if isinstance(body.get("message"), dict) else {}
+    channel = text_field(body, "channel", "id", required=False) or text_field(container, "channel_id",
+                                                                              required=False)
+    if not channel:
+        raise PayloadError("block_actions payload has no channel")
+    message_ts = text_field(container, "message_ts", required=False) or text_field(message, "ts", required=False)
+    thread_ts = (text_field(container, "thread_ts", required=False) or text_field(message, "thread_ts", required=False)
+                 or message_ts)
+    user: dict[str, Any] = body["user"] if isinstance(body.get("user"), dict) else {}
+    return Action(
+        action_id=text_field(act, "action_id"),
+        value=text_field(act, "value", required=False),
+        user=text_field(body, "user", "id"),
+        user_name=text_field(user, "name", required=False) or text_field(user, "username", required=False),
+        channel=channel,
+        message_ts=message_ts,
+        thread_ts=thread_ts,
+        trigger_id=text_field(body, "trigger_id", required=False),
+        action_ts=text_field(act, "action_ts", required=False),
+        ephemeral=bool(container.get("is_ephemeral")),
+        message_text=_markdown_of(message.get("blocks")),
+    )
+
+
+def _markdown_of(blocks: Any) -> str:
+    if not isinstance(blocks, list):
+        return ""
+    for b in blocks:
+        if isinstance(b, dict) and b.get("type") == "markdown" and isinstance(b.get("text"), str):
+            return b["text"]
+    return ""
+
+
+def message_thread(message: dict[str, Any]) -> tuple[str, str]:
+    """(ts, thread ts) of a message; a top-level message is the root of its own thread."""
+    ts = text_field(message, "ts")
+    return ts, text_field(message, "thread_ts", required=False) or ts
+
+
+def dedupe_key(body: dict[str, Any]) -> str | None:
+    """What makes an inbound delivery unique: Events API event_id, else the interaction's trigger_id
+    (slash commands, clicks, shortcuts, modal submissions), else a view's id and hash."""
+    if isinstance(body.get("event_id"), str):
+        return f"slack:event:{body['event_id']}"
+    if isinstance(body.get("trigger_id"), str):
+        return f"slack:trigger:{body['trigger_id']}"
+    view = body.get("view")
+    if isinstance(view, dict) and isinstance(view.get("id"), str):
+        return f"slack:view:{view['id']}:{view.get('hash', '')}"
+    return None

@@ -1,0 +1,181 @@
+"""Runtime through the real SDK + CLI against the model double: plain runs, interrupts, continuity."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flower_core.events import Event
+from flower_core.runtime import Runtime
+from flower_core.runtime.handoff import NEUTRAL_RESUME
+from tests.conftest import scenario_of
+from tests.support.runtime_support import Recorder, make_runtime, spec
+
+
+async def test_plain_run_books_text_cost_and_manifest(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Reading.", "call": [{"tool": "Read", "input": {"file_path": "notes.md"}}],
+         "usage": {"input_tokens": 1500, "cache_read_input_tokens": 500}},
+        {"say": "It says {last_tool_result}", "usage": {"input_tokens": 2100}},
+    ]}))
+    sessions: list[str] = []
+    rt = make_runtime(tmp_path, md, cli_home, on_session=sessions.append)
+    (rt.workspace / "notes.md").write_text("hello")
+
+    def broken_sink(ev: Event) -> None:
+        seen.append(ev)
+        raise RuntimeError("a UI bug")  # must never break the run
+
+    seen: list[Event] = []
+    try:
+        assert rt.interrupt("nobody is running") is False
+        r = await rt.run(spec(), "summarise notes.md", step_name="read", on_event=broken_sink)
+    finally:
+        rt.close()
+    assert r.ok and r.error is None and r.step == "read"
+    assert r.text == "Reading.\n\nIt says 1\thello"
+    assert r.cost_usd > 0 and r.num_turns == 2 and r.attempts == 1 and not r.resumed
+    assert r.context == 2100 and sessions == [r.session_id]
+    assert [e.kind for e in seen][-1] == "result" and any(e.kind == "tool_call" for e in seen)
+    assert rt.ui_errors and rt.total_cost() == round(r.cost_usd, 4) and rt.results == [r]
+    rows = json.loads(rt.manifest_path.read_text())
+    assert len(rows) == 1 and rows[0]["step"] == "read" and rows[0]["ok"] is True
+    assert rows[0]["run"] == rt.run_id and rows[0]["session_id"] == r.session_id
+    assert (tmp_path / "runs" / "sessions.db").is_file()
+
+
+async def test_subagent_speech_stays_out_of_the_step_text(double_factory: Any, cli_home: Path,
+                                                          tmp_path: Path) -> None:
+    md = await double_factory(scenario_of(
+        {"name": "worker", "match": "count the files", "turn": [{"say": "There are 3 files."}]},
+        {"name": "main", "turn": [
+            {"say": "Delegating.", "call": [{"tool": "Agent", "input": {
+                "description": "count", "prompt": "Please count the files", "subagent_type": "general-purpose",
+                "run_in_background": False}}]},
+            {"say": "The worker is done."},
+        ]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    rec = Recorder()
+    try:
+        r = await rt.run(spec(allowed_tools=["Read", "Agent"]), "do it", on_event=rec)
+    finally:
+        rt.close()
+    assert r.ok and r.text == "Delegating.\n\nThe worker is done."
+    sub = [e for e in rec.kinds("text") if e.payload.get("subagent")]
+    assert [e.text for e in sub] == ["There are 3 files."]
+
+
+@pytest.mark.parametrize("words", ["use tabs", ""])
+async def test_interrupt_from_another_thread_resumes_the_same_session(double_factory: Any, cli_home: Path,
+                                                                      tmp_path: Path, words: str) -> None:
+    # The interrupt lands either while Read runs (the CLI then adds an interrupted assistant entry, so the
+    # resumed request is turn 2) or while the slow turn 1 is in flight (turn 1 is served again): both hear it.
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Heard: {last_user_text}", "turn": [
+        {"say": "Reading.", "call": [{"tool": "Read", "input": {"file_path": "notes.md"}}]},
+        {"say": "Heard: {last_user_text}", "delay_s": 1.5},
+    ]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    (rt.workspace / "notes.md").write_text("hello")
+    threads: list[threading.Thread] = []
+
+    def react(ev: Event) -> None:
+        if ev.kind == "tool_call" and not threads:
+            threads.append(threading.Thread(target=rt.interrupt, args=(words,)))
+            threads[0].start()
+
+    rec = Recorder(react)
+    try:
+        r = await rt.run(spec(), "format the file", on_event=rec)
+    finally:
+        rt.close()
+    first_session = rec.kinds("system")[0].payload["session_id"]
+    assert r.ok and r.session_id == first_session and r.attempts == 1 and not r.retired
+    last = md.model_requests()[-1]
+    said = words or NEUTRAL_RESUME  # no words: a neutral "continue" resumes the session
+    assert said in last.last_user_text and Runtime.INTERRUPT_NOTE in last.last_user_text
+    assert "format the file" in last.first_user_text  # same conversation, not a new one
+    assert r.text.startswith("Reading.") and "Heard:" in r.text and said in r.text
+    assert rec.kinds("result")[0].text == "error_during_execution"  # the interrupted attempt
+
+
+async def test_a_fresh_runtime_resumes_a_session_from_sessions_db(double_factory: Any, tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "First answer."},
+        {"say": "Second answer to: {last_user_text}"},
+    ]}))
+    one, two = tmp_path / "cfg1", tmp_path / "cfg2"  # a different CLI config dir: nothing local to resume from
+    one.mkdir()
+    two.mkdir()
+    rt1 = make_runtime(tmp_path, md, one)
+    try:
+        r1 = await rt1.run(spec(), "first question")
+    finally:
+        rt1.close()
+    rt2 = make_runtime(tmp_path, md, two)
+    try:
+        assert r1.session_id and rt2.has_session(r1.session_id) and rt2.context_of(r1.session_id) > 0
+        assert not rt2.has_session("00000000-0000-0000-0000-000000000000")
+        r2 = await rt2.run(spec(), "second question", resume=r1.session_id)
+    finally:
+        rt2.close()
+    assert r2.ok and r2.session_id == r1.session_id and r2.text == "Second answer to: second question"
+    assert md.model_requests()[-1].turn == 1
+    rows = json.loads(rt2.manifest_path.read_text())
+    assert {row["run"] for row in rows} == {rt1.run_id, rt2.run_id} and rt1.run_id != rt2.run_id
+
+
+async def test_rescue_books_the_step_in_flight(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Slow.", "delay_s": 1.0}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        task = asyncio.create_task(rt.run(spec(), "take your time", step_name="slow"))
+        await md.wait_for(lambda reqs: any(q.path == "/v1/messages" for q in reqs), timeout=60)
+        rt.rescue()
+        rows = json.loads(rt.manifest_path.read_text())
+        assert [(row["step"], row["error"], row["ok"]) for row in rows] == [("slow", Runtime.KILLED, False)]
+        r = await task
+    finally:
+        rt.close()
+    rows = json.loads(rt.manifest_path.read_text())
+    assert r.ok and len(rows) == 1 and rows[0]["ok"] is True  # the finished step replaced the rescue row
+
+
+async def test_a_cancel_after_rescue_keeps_the_killed_mark(double_factory: Any, cli_home: Path,
+                                                           tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Slow.", "delay_s": 2.0}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        task = asyncio.create_task(rt.run(spec(), "take your time", step_name="slow"))
+        await md.wait_for(lambda reqs: any(q.path == "/v1/messages" for q in reqs), timeout=60)
+        rt.rescue()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        rt.close()
+    rows = json.loads(rt.manifest_path.read_text())
+    assert [(row["step"], row["error"], row["ok"]) for row in rows] == [("slow", Runtime.KILLED, False)]
+    assert not any("\x1b" in line for line in rt.results[-1].text.splitlines())
+
+
+async def test_a_cancelled_run_stops_the_turn_in_flight(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    # Without an interrupt before hanging up, the CLI finishes the turn: it would run the Glob and ask again.
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Looking.", "call": [{"tool": "Glob", "input": {"pattern": "*"}}], "delay_s": 1.0},
+        {"say": "Should never be asked for."}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        task = asyncio.create_task(rt.run(spec(), "look around", step_name="cancelled"))
+        await md.wait_for(lambda reqs: any(q.path == "/v1/messages" for q in reqs), timeout=60)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task  # returns once the CLI process has exited
+    finally:
+        rt.close()
+    assert [q.turn for q in md.model_requests()] == [0]
+    assert rt.results[-1].error == "cancelled"

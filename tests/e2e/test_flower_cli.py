@@ -1,0 +1,207 @@
+"""`flower` in a pseudo-terminal: the real command, the real CLI, the model double, typed keys.
+
+Each test spawns ``python -m bots.flower_cli`` through pexpect, so stdin is a TTY exactly as for a
+person, with HOME and the CLI's config in a temp dir. The demo runs its own model double in-process
+(``--scenario`` picks a test scenario from tests/support/scenarios/).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from bots.flower_cli import build_parser, has_credentials, with_default_command
+from tests.conftest import scenario_of
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "tests" / "support" / "scenarios"
+TIMEOUT = 30  # per expect(); a whole demo run takes a few seconds
+
+
+def clean_env(home: Path) -> dict[str, str]:
+    """The host environment minus anything that could reach a real model or the real home."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env.update(HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), TERM="dumb", PYTHONUNBUFFERED="1")
+    return env
+
+
+def spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
+    child = pexpect.spawn(sys.executable, ["-m", "bots.flower_cli", *args], cwd=str(ROOT), env=clean_env(tmp_path),
+                          encoding="utf-8", timeout=TIMEOUT, dimensions=(50, 200))
+    return child
+
+
+def demo(tmp_path: Path, scenario: str) -> tuple[pexpect.spawn, Path]:
+    ws = tmp_path / "ws"
+    return spawn(tmp_path, "demo", "--scenario", str(SCENARIOS / scenario), "-w", str(ws)), ws
+
+
+def finish(child: pexpect.spawn) -> int:
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus if child.exitstatus is not None else 128 + (child.signalstatus or 0)
+
+
+def manifest(ws: Path) -> list[dict[str, object]]:
+    return json.loads((ws / "runs" / "manifest.json").read_text(encoding="utf-8"))
+
+
+def test_demo_answer_by_number_inbox_line_and_oracle(tmp_path: Path) -> None:
+    child, ws = demo(tmp_path, "terminal_demo.toml")
+    child.logfile_read = log = io.StringIO()
+    try:
+        child.expect("offline demo — model double, no API key")
+        child.expect("=== clarify \\(1/3\\) ===")
+        child.expect("  \\? Which greeting should the note use\\?")
+        child.expect("     2\\) Olá")
+        child.expect("Enter alone skips")
+        child.sendline("2")
+        child.expect("  \\+ answered: Olá")
+        child.expect("=== goal \\(2/3\\) ===")  # the brief is on disk now, so the line is appended to it
+        child.sendline("please sign it")  # nothing is waiting now: this goes to the inbox
+        child.expect("  \\+ queued: please sign it")
+        child.sendline("? where are we")
+        child.expect("\\+ finished · cost \\$")
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+    out = log.getvalue()
+    assert "The oracle says: the run is past the question" in out  # answered while the run went on
+    work, delivered, agent = (out.index(s) for s in ("=== work (3/3) ===", "  + delivered: please sign it",
+                                                       "  [Agent] count words"))
+    assert work < delivered < agent  # the work step's inbox check took the line
+    brief = (ws / ".flower" / "notes" / "需求.md").read_text(encoding="utf-8")
+    assert "A note that greets with Olá." in brief  # the model read the option the digit picked
+    assert "please sign it" in brief  # the inbox line was appended to the brief
+    assert [row["step"] for row in manifest(ws)][:3] == ["clarify", "goal", "work"]
+    assert not (ws / "runs" / "manifest.json").read_text().count("oracle")  # the aside has its own books
+
+
+def test_ctrl_c_warns_then_resumes_with_the_typed_words(tmp_path: Path) -> None:
+    child, ws = demo(tmp_path, "terminal_interrupt.toml")
+    try:
+        child.expect("=== work \\(3/3\\) ===")
+        child.expect("Looking around\\.")  # the next model turn is slow: the interrupt lands mid-request
+        child.sendcontrol("c")
+        child.expect("! Interrupt: a subagent in flight loses its half-done work\\.")
+        child.expect("What should it hear\\?")
+        child.sendline("use tabs, not spaces")
+        child.expect("! interrupting with: use tabs, not spaces")
+        child.expect("Heard you: use tabs, not spaces")
+        child.expect("\\+ finished")
+        assert finish(child) == 0
+    finally:
+        child.close(force=True)
+    work = [row for row in manifest(ws) if row["step"] == "work"]
+    assert work and work[-1]["ok"] is True and work[-1]["attempts"] == 1  # an interrupt is not a failed attempt
+
+
+def test_second_ctrl_c_leaves_with_130_and_records_the_step(tmp_path: Path) -> None:
+    child, ws = demo(tmp_path, "terminal_interrupt.toml")
+    try:
+        child.expect("Looking around\\.")
+        child.sendcontrol("c")
+        child.expect("Ctrl-C again = quit")
+        child.sendcontrol("c")
+        child.expect("! leaving: the step in flight is recorded as killed-by-signal")
+        child.expect("! stopped by you")
+        assert finish(child) == 130
+    finally:
+        child.close(force=True)
+    assert [(r["step"], r["ok"], r["error"]) for r in manifest(ws)][-1] == ("work", False, "killed-by-signal")
+
+
+def test_sigterm_rescues_the_step_then_exits(tmp_path: Path) -> None:
+    child, ws = demo(tmp_path, "terminal_interrupt.toml")
+    try:
+        child.expect("Looking around\\.")
+        child.kill(signal.SIGTERM)
+        child.expect("! leaving")
+        assert finish(child) == 128 + signal.SIGTERM
+    finally:
+        child.close(force=True)
+    assert [(r["step"], r["error"]) for r in manifest(ws)][-1] == ("work", "killed-by-signal")
+
+
+@pytest.mark.parametrize("argv", [["build me a thing"], ["once", "read the repo"]], ids=["go", "once"])
+def test_a_real_run_without_a_key_says_how_to_get_one(tmp_path: Path, argv: list[str]) -> None:
+    child = spawn(tmp_path, *argv)
+    try:
+        child.expect("no credentials")
+        child.expect("console\\.anthropic\\.com")
+        child.expect("flower demo` \\(or `make demo`\\) runs")
+        assert finish(child) == 2
+    finally:
+        child.close(force=True)
+    assert not (tmp_path / "runs").exists()
+
+
+async def test_once_runs_one_step_without_interaction(tmp_path: Path, double_factory: Any) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "One look: {first_user_text}"}]}))
+    env = clean_env(tmp_path)
+    env.update(md.env(tmp_path / ".claude"))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bots.flower_cli", "once", "how big is it?", "-w", str(tmp_path / "ws"),
+        "-r", str(tmp_path / "runs"), cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = await proc.communicate()
+    text = out.decode()
+    assert proc.returncode == 0, err.decode()
+    assert "One look: " in text and "how big is it?" in text  # the prompt reached the model and came back
+    assert "+ finished" in text and "type any time" not in text  # no input thread on `once`
+    rows = json.loads((tmp_path / "runs" / "manifest.json").read_text())
+    assert [r["step"] for r in rows] == ["ad-hoc"]
+
+
+async def test_go_unattended_against_an_endpoint_from_the_environment(tmp_path: Path, double_factory: Any) -> None:
+    # The path a real user takes: `flower "task" --timeout 0`, credentials and endpoint from the env.
+    md = await double_factory("demo")
+    env = clean_env(tmp_path)
+    env.update(md.env(tmp_path / ".claude"))
+    ws = tmp_path / "ws"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bots.flower_cli", "write a greeting note", "--timeout", "0", "-w", str(ws),
+        "-r", str(ws / "runs"),
+        cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = await proc.communicate()
+    text = out.decode()
+    assert proc.returncode == 0, (text[-2000:], err.decode()[-2000:])
+    for heading in ("=== clarify (1/3) ===", "=== goal (2/3) ===", "=== work (3/3) ==="):
+        assert heading in text
+    assert "+ finished" in text and "offline demo" not in text
+    assert (ws / ".flower" / "notes" / "需求.md").is_file() and (ws / "notes.md").is_file()
+    assert [r["step"] for r in manifest(ws)][:3] == ["clarify", "goal", "work"]
+
+
+def test_the_default_command_is_go_and_flags_may_come_first() -> None:
+    p = build_parser()
+    assert with_default_command(["do x"], p) == ["go", "do x"]
+    assert with_default_command(["--timeout", "0", "do x"], p) == ["go", "--timeout", "0", "do x"]
+    assert with_default_command(["-w", "/tmp", "once", "hi"], p) == ["once", "-w", "/tmp", "hi"]
+    assert with_default_command(["--workspace=/tmp", "demo"], p) == ["demo", "--workspace=/tmp"]
+    assert with_default_command([], p) == ["go"]
+    assert with_default_command(["--help"], p) == ["--help"]
+    args = p.parse_args(with_default_command(["fix it", "--timeout", "0", "--asks", "2", "--window", "200000",
+                                              "--no-handoff", "-r", "r"], p))
+    assert (args.cmd, args.task, args.timeout, args.asks, args.window, args.no_handoff, args.workspace,
+            args.run_dir) == ("go", "fix it", 0.0, 2, 200000, True, ".", "r")
+    demo_args = p.parse_args(["demo"])
+    assert (demo_args.timeout, demo_args.workspace, demo_args.scenario) == (None, None, "demo")
+
+
+def test_what_counts_as_credentials() -> None:
+    assert not has_credentials({})
+    assert has_credentials({"ANTHROPIC_API_KEY": "k"})
+    assert has_credentials({"ANTHROPIC_AUTH_TOKEN": "t"})
+    assert has_credentials({"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"})  # a gateway may need no key
+    assert not has_credentials({"ANTHROPIC_API_KEY": ""})

@@ -1,0 +1,1 @@
+"""Tests of the platform packages: the contract every surface passes, the hub facade, then one folder each."""

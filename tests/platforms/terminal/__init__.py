@@ -1,0 +1,1 @@
+"""The terminal front end: its rendering and its stdin thread."""

@@ -1,0 +1,1 @@
+"""Helpers and doubles the tests share: the Slack, Discord, engine and Redis doubles, fixtures, campaigns, scenarios."""

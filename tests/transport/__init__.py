@@ -1,0 +1,1 @@
+"""Where runs go: the local transport, Redis (store, intents, takeover), worker fleets."""
