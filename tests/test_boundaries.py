@@ -61,3 +61,46 @@ def test_the_checker_catches_violations(tmp_path: Path) -> None:
                    "x = ev.raw\nimport importlib\nimportlib.import_module('adapters.hub')\n")
     assert {"slack_sdk", "discord", "claude_agent_sdk", "adapters"} <= imported_roots(bad)
     assert reads_event_raw(bad) == [4]
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Dotted module names a module imports (absolute imports only)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+PLATFORM_PACKAGES = ("adapters.slack", "adapters.discord_bridge", "adapters.web", "adapters.terminal")
+PLATFORM_LIBS = ("slack_bolt", "slack_sdk", "discord", "aiohttp")
+# The layers under the platforms: none of them may know one (the hub drives surfaces through the contract).
+CHAT_AGNOSTIC = ["adapters/hub", "adapters/transport", "adapters/view", "adapters/platform", "adapters/state"]
+
+
+def _under(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+@pytest.mark.parametrize("path", [p for pkg in CHAT_AGNOSTIC for p in modules(pkg)],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_chat_agnostic_layers_import_no_platform(path: Path) -> None:
+    bad = {n for n in imported_modules(path) if _under(n, PLATFORM_PACKAGES + PLATFORM_LIBS)}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("path", modules("adapters/transport"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_transport_does_not_import_the_hub(path: Path) -> None:
+    bad = {n for n in imported_modules(path) if _under(n, ("adapters.hub",))}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_module_checker_catches_violations(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from adapters.slack.render import x\nimport adapters.hub.runs\nfrom . import sibling\n")
+    names = imported_modules(bad)
+    assert names == {"adapters.slack.render", "adapters.hub.runs"}
+    assert _under("adapters.slack.render", PLATFORM_PACKAGES) and not _under("adapters.slackish", PLATFORM_PACKAGES)
