@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,28 @@ async def go_away(hub: Hub) -> None:
     hub.store.close()
 
 
+@dataclass
+class Gone:
+    """What process A left behind: the model double, the surface it showed the run on, the run, its cards."""
+
+    md: Any
+    surface: MemorySurface
+    watch: Watch
+    run: str
+    q1: Any
+    q2: Any
+
+
+async def gone(double_factory: Any, tmp_path: Path, cli_home: Path, *, crash: bool = True) -> Gone:
+    """Process A ran the two-step scenario to its second question and went away (see process_a)."""
+    md = await double_factory(two_step_scenario())
+    surface = MemorySurface()
+    watch = Watch(surface)
+    hub_a, run, q1, q2 = await process_a(tmp_path, md, cli_home, surface, watch, crash=crash)
+    await go_away(hub_a)
+    return Gone(md, surface, watch, run, q1, q2)
+
+
 def process_b(tmp_path: Path, md: Any, cli_home: Path, surface: MemorySurface, **kw: Any) -> Hub:
     kw.setdefault("factory", FACTORY)
     return make_hub(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"), **kw)
@@ -95,11 +118,8 @@ def log_as_if_accepted(tmp_path: Path, run: str, intent: Intent) -> None:
 @pytest.mark.parametrize("crash", [True, False], ids=["killed", "stopped"])
 async def test_a_restarted_bot_brings_the_run_back_and_its_old_card_answers_it(
         double_factory: Any, cli_home: Path, tmp_path: Path, crash: bool) -> None:
-    md = await double_factory(two_step_scenario())
-    surface = MemorySurface()
-    watch = Watch(surface)
-    hub_a, run, q1, q2 = await process_a(tmp_path, md, cli_home, surface, watch, crash=crash)
-    await go_away(hub_a)
+    a = await gone(double_factory, tmp_path, cli_home, crash=crash)
+    md, surface, watch, run, q1, q2 = a.md, a.surface, a.watch, a.run, a.q1, a.q2
     asked = len(md.model_requests())
 
     hub = process_b(tmp_path, md, cli_home, surface)
@@ -182,11 +202,8 @@ async def test_mail_accepted_before_a_crash_is_delivered_once(double_factory: An
 
 async def test_interrupt_words_accepted_before_a_crash_reach_the_model(double_factory: Any, cli_home: Path,
                                                                        tmp_path: Path) -> None:
-    md = await double_factory(two_step_scenario())
-    surface = MemorySurface()
-    watch = Watch(surface)
-    hub_a, run, _, _ = await process_a(tmp_path, md, cli_home, surface, watch)
-    await go_away(hub_a)
+    a = await gone(double_factory, tmp_path, cli_home)
+    md, surface, run = a.md, a.surface, a.run
     log_as_if_accepted(tmp_path, run, Intent(Op.INTERRUPT, "forget the size, use M", user="alice"))
 
     hub = process_b(tmp_path, md, cli_home, surface)
@@ -201,11 +218,8 @@ async def test_interrupt_words_accepted_before_a_crash_reach_the_model(double_fa
 
 async def test_a_stop_accepted_before_a_crash_ends_the_run_after_the_restart(
         double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
-    md = await double_factory(two_step_scenario())
-    surface = MemorySurface()
-    watch = Watch(surface)
-    hub_a, run, _, _ = await process_a(tmp_path, md, cli_home, surface, watch)
-    await go_away(hub_a)
+    a = await gone(double_factory, tmp_path, cli_home)
+    md, surface, run = a.md, a.surface, a.run
     log_as_if_accepted(tmp_path, run, Intent(Op.STOP, user="alice"))
     asked = len(md.model_requests())
 
@@ -221,11 +235,8 @@ async def test_a_stop_accepted_before_a_crash_ends_the_run_after_the_restart(
 
 async def test_with_wake_on_start_off_a_person_wakes_the_run(double_factory: Any, cli_home: Path,
                                                              tmp_path: Path) -> None:
-    md = await double_factory(two_step_scenario())
-    surface = MemorySurface()
-    watch = Watch(surface)
-    hub_a, run, _, q2 = await process_a(tmp_path, md, cli_home, surface, watch)
-    await go_away(hub_a)
+    a = await gone(double_factory, tmp_path, cli_home)
+    md, surface, run, q2 = a.md, a.surface, a.run, a.q2
 
     hub = process_b(tmp_path, md, cli_home, surface, wake_on_start=False)
     assert await hub.recover() == [run]
@@ -244,11 +255,8 @@ async def test_with_wake_on_start_off_a_person_wakes_the_run(double_factory: Any
 
 async def test_a_run_that_cannot_come_back_says_why_and_can_be_woken(double_factory: Any, cli_home: Path,
                                                                      tmp_path: Path) -> None:
-    md = await double_factory(two_step_scenario())
-    surface = MemorySurface()
-    watch = Watch(surface)
-    hub_a, run, _, q2 = await process_a(tmp_path, md, cli_home, surface, watch)
-    await go_away(hub_a)
+    a = await gone(double_factory, tmp_path, cli_home)
+    md, surface, watch, run, q2 = a.md, a.surface, a.watch, a.run, a.q2
 
     def broken(plan: Any) -> Workflow:
         raise OSError("the workspace disk is not mounted")
