@@ -32,7 +32,7 @@ from adapters.hub.results import IntentResult
 from adapters.state import LIVE_STATUSES, RunRecord, RunStatus, StateStore
 from adapters.surface import ThreadRef
 from adapters.transport import Transport
-from adapters.transport.intents import Intent, Op
+from adapters.transport.intents import Intent, Op, StoreIntentLog
 from adapters.view import AskCard, RunView, ViewConfig
 
 log = logging.getLogger(__name__)
@@ -82,9 +82,28 @@ class Restarts:
             return False
         return True
 
+    def _release_unlogged_holds(self, record: RunRecord) -> None:
+        """A card holds the answer being given from just before its intent is logged; a kill in between
+        leaves a hold nothing will ever apply, which would refuse every later answer to that card.
+        (Local runs only: a remote run's intents are in Redis, where its next holder replays them.)"""
+        if self.transport.remote:
+            return
+        ledger = CardLedger(record.run_dir)
+        held = [r.card_id for r in ledger.open_cards() if r.held is not None]
+        if not held:
+            return
+        logged = {i.card for i in StoreIntentLog(self.store).unsettled(record.run_id)
+                  if i.op in (Op.ANSWER, Op.DECLINE)}
+        for card_id in held:
+            if card_id not in logged:
+                log.info("run %s: card %s held an answer that was never logged; it takes answers again",
+                         record.run_id, card_id)
+                ledger.release(card_id)
+
     def _bring_back(self, record: RunRecord) -> str:
         """Relaunch a run in this process where it was; "" on success, else why it could not come back."""
         parked = record.status == RunStatus.PARKED
+        self._release_unlogged_holds(record)
         try:
             live = self.launcher.launch(record, waking=True, restoring=True)
         except Exception as exc:
@@ -119,6 +138,7 @@ class Restarts:
             return await self.refuse(record.thread, user, full, run_id)
         if (busy := self.admission.busy(Path(record.workspace))) is not None:
             return await self.refuse(record.thread, user, f"The workspace is busy with run {busy}.", run_id)
+        self._release_unlogged_holds(record)
         self.store.set_run_status(run_id, RunStatus.STARTING)
         try:
             live = self.launcher.launch(record, waking=True, remark=remark.strip())

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from adapters.hub import Hub
+from adapters.hub.ledger import CardLedger
 from adapters.hub.runs import KEPT
 from adapters.memory_surface import MemorySurface
 from adapters.state import ChannelPolicy, SQLiteStateStore
@@ -214,6 +215,25 @@ async def test_interrupt_words_accepted_before_a_crash_reach_the_model(double_fa
     assert final.last_user_text.startswith("forget the size, use M")
     assert posted(surface, "ask:1-q2").msg.title.startswith("✖️")  # withdrawn: the person spoke instead
     assert [m.title for m in surface.thread(kind="summary")] == ["✅ Finished"]
+
+
+async def test_a_hold_whose_answer_was_never_logged_does_not_lock_the_card(double_factory: Any, cli_home: Path,
+                                                                         tmp_path: Path) -> None:
+    """Killed between holding the answer on its card and logging it: nobody was told "ok", so nothing is
+    owed, and the card must take answers again after the restart (else every later answer is refused)."""
+    a = await gone(double_factory, tmp_path, cli_home)
+    record = SQLiteStateStore(tmp_path / "state.db").get_run(a.run)
+    assert record is not None
+    CardLedger(record.run_dir).hold("1-q2", "M", "alice")  # what the killed process wrote, and no more
+
+    hub = process_b(tmp_path, md=a.md, cli_home=cli_home, surface=a.surface)
+    assert await hub.recover() == []
+    await a.watch.until(lambda s: KEPT in posted(s, "ask:1-q2").msg.text and posted(s, "ask:1-q2").msg.buttons)
+    answered = await hub.handle_action(button(a.q2, "L"), "alice", delivery_id="d-1")
+    assert answered.ok and answered.message == "Answered: L", answered
+    await hub.wait(a.run)
+    assert [m.text for m in a.surface.thread(kind="prose")][-1] == "Size: L"
+    assert hub.store.count_unsettled_intents() == 0
 
 
 async def test_a_stop_accepted_before_a_crash_ends_the_run_after_the_restart(
