@@ -11,6 +11,7 @@ memory. The next one reads the run's unsettled intents and the run's stored sess
 |                 | the question's call still open                 | applies it to the restored question    |
 |                 | no call asking it (it never got stored)        | answer: sends it as inbox mail;        |
 |                 |                                                |   decline: nothing to say (moot)       |
+|                 | its inbox mail "[<mail id>]" already read      | settles it (an earlier holder sent it) |
 |                 | (a question of the runtime's own: the cap)     | moot: the gate asks again if still due |
 | send            | "[<mail id>]" in a tool result or a prompt     | settles it                             |
 |                 | nothing                                        | queues the mail again (same id)        |
@@ -59,6 +60,8 @@ def plan(intents: list[Intent], facts: Any) -> Replay:
         elif intent.op in (Op.ANSWER, Op.DECLINE):
             if intent.kind:  # a question of the runtime's own (the cost cap): it asks again if still due
                 out.moot.append(intent)
+            elif intent.op is Op.ANSWER and facts.delivered(f"[{mail_id_for(intent)}]"):
+                out.delivered.append(intent)  # an earlier holder sent it to the inbox, and the model read it
             elif facts.open(intent.question):
                 out.waiting.append(intent)
             elif facts.settled(intent.question):

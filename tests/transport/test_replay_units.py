@@ -75,6 +75,17 @@ def test_a_call_closed_by_a_cut_is_not_a_delivered_answer() -> None:
     assert plan([Intent(Op.ANSWER, "tabs", question="Tabs?")], f).to_inbox
 
 
+def test_an_answer_an_earlier_holder_sent_to_the_inbox_is_not_sent_again() -> None:
+    """Sent as mail by one holder (its question was never stored) and read in a prompt; that holder died
+    before settling it: the next one must not mail it again, even when the question is asked anew."""
+    answer = Intent(Op.ANSWER, "left", question="Which side?")
+    read = {"type": "text", "text": f"Continue.\n\n[{mail_id_for(answer)}] The human's answer to …: left"}
+    f = facts(user(read), assistant(call("t2", ASK, question="Which side?"), mid="m2"))
+    todo = plan([answer], f)
+    assert todo.delivered == [answer] and not todo.to_inbox and not todo.waiting
+    assert plan([answer], facts(assistant(call("t2", ASK, question="Which side?")))).waiting == [answer]
+
+
 def test_mail_is_known_by_its_id_and_interrupts_by_their_words_since_they_were_given() -> None:
     seen, unseen = Intent(Op.SEND, "a"), Intent(Op.SEND, "a")  # the same words twice: the ids tell them apart
     f = facts(user(result("t9", f"inbox:\n\n[{mail_id_for(seen)}] a")))
