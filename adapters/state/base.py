@@ -56,6 +56,7 @@ class RunRecord:
     run_dir: str = ""
     created_at: float = 0.0
     updated_at: float = 0.0
+    round: int = 1  # 2, 3…: a person continued the run after it ended (adapters/hub/rounds.py)
 
 
 @dataclass(frozen=True)
