@@ -40,14 +40,16 @@ class Launcher:
         self.taps: list[Tap] = []
 
     def plan(self, record: RunRecord, *, waking: bool, remark: str = "", said: str = "") -> RunPlan:
-        """What the run side builds the run from: the task, its places, the starter's choices, and its round
-        (`said`: the words that start a next round; a round woken after a restart has none)."""
+        """What the run side builds the run from: the task, its places, the starter's choices, its round
+        (`said`: the words that start a next round; a round woken after a restart has none) and its books
+        so far (what it spent, its cap as last raised)."""
         opts, s = RunOptions.load(Path(record.run_dir)), self.settings
         return RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
                        round=record.round, said=said,
                        timeout_s=s.timeout_s if opts.timeout_s is None else opts.timeout_s,
                        max_asks=s.max_asks if opts.max_asks is None else opts.max_asks,
-                       budget_usd=s.budget_usd if opts.budget_usd is None else opts.budget_usd)
+                       budget_usd=record.cap_usd if record.cap_usd is not None else
+                       s.budget_usd if opts.budget_usd is None else opts.budget_usd, spent_usd=record.spent_usd)
 
     def launch(self, record: RunRecord, *, waking: bool, remark: str = "", attach: bool = False,
                after: LiveRun | None = None, restoring: bool = False, said: str = "") -> LiveRun:

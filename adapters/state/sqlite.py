@@ -27,7 +27,8 @@ CREATE INDEX IF NOT EXISTS bindings_thread ON bindings(thread, seq);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, thread TEXT NOT NULL, owner TEXT NOT NULL, task TEXT NOT NULL,
     status TEXT NOT NULL, workspace TEXT NOT NULL, run_dir TEXT NOT NULL,
-    created_at REAL NOT NULL, updated_at REAL NOT NULL, round INTEGER NOT NULL DEFAULT 1);
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, round INTEGER NOT NULL DEFAULT 1,
+    spent_usd REAL NOT NULL DEFAULT 0, cap_usd REAL);
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 CREATE TABLE IF NOT EXISTS asks (
     run_id TEXT NOT NULL, ask_id TEXT NOT NULL, message_id TEXT NOT NULL, question TEXT NOT NULL,
@@ -51,7 +52,10 @@ CREATE INDEX IF NOT EXISTS intents_open ON intents(run_id, settled, seq);
 """
 SCHEMA_VERSION = "1"
 # Named, so a column added by a migration (at the end of an old table) reads the same as in a new one.
-_RUN_COLUMNS = "run_id, thread, owner, task, status, workspace, run_dir, created_at, updated_at, round"
+_RUN_COLUMNS = ("run_id, thread, owner, task, status, workspace, run_dir, created_at, updated_at, round, spent_usd,"
+                " cap_usd")
+# Columns added since the first schema, with how an older database gains them.
+_ADDED_RUN_COLUMNS = {"round": "INTEGER NOT NULL DEFAULT 1", "spent_usd": "REAL NOT NULL DEFAULT 0", "cap_usd": "REAL"}
 
 
 def _set_or_none(v: list[str] | None) -> frozenset[str] | None:
@@ -76,8 +80,9 @@ class SQLiteStateStore:
     def _migrate(self) -> None:
         """Columns added since a database was made: a DB of an older version gains them with their default."""
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
-        if "round" not in columns:
-            self._db.execute("ALTER TABLE runs ADD COLUMN round INTEGER NOT NULL DEFAULT 1")
+        for name, kind in _ADDED_RUN_COLUMNS.items():
+            if name not in columns:
+                self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
 
     def _one(self, sql: str, args: tuple[object, ...]) -> tuple[Any, ...] | None:
         with self._lock:
@@ -114,11 +119,12 @@ class SQLiteStateStore:
                 old = self._db.execute("SELECT created_at FROM runs WHERE run_id=?", (run.run_id,)).fetchone()
                 created = run.created_at or (old[0] if old else now)
                 stored = RunRecord(run.run_id, run.thread, run.owner, run.task, run.status, run.workspace,
-                                   run.run_dir, created, run.updated_at or now, run.round)
+                                   run.run_dir, created, run.updated_at or now, run.round, run.spent_usd, run.cap_usd)
                 self._db.execute(
-                    f"INSERT OR REPLACE INTO runs({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO runs({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (stored.run_id, str(stored.thread), stored.owner, stored.task, str(stored.status),
-                     stored.workspace, stored.run_dir, stored.created_at, stored.updated_at, stored.round))
+                     stored.workspace, stored.run_dir, stored.created_at, stored.updated_at, stored.round,
+                     stored.spent_usd, stored.cap_usd))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -128,7 +134,7 @@ class SQLiteStateStore:
     @staticmethod
     def _run(row: tuple[Any, ...]) -> RunRecord:
         return RunRecord(row[0], ThreadRef.parse(row[1]), row[2], row[3], RunStatus.of(row[4]), row[5], row[6], row[7],
-                         row[8], int(row[9]))
+                         row[8], int(row[9]), float(row[10]), None if row[11] is None else float(row[11]))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         row = self._one(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id=?", (run_id,))

@@ -10,14 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adapters.hub import Hub, RunPlan
+import pytest
+
+from adapters.hub import Hub, RunOptions, RunPlan
 from adapters.memory_surface import MemorySurface
 from adapters.state import ChannelPolicy, RunRecord, SQLiteStateStore, StateStore
 from flower_core import AgentSpec, Event, HumanChannel, Step, Workflow
 from flower_core.rounds import ROUND_LABEL
 from tests.conftest import scenario_of
 from tests.support.campaign.tally import session_id
-from tests.support.hub_support import THREAD, Watch, ask_call, button, make_hub, posted
+from tests.support.hub_support import QUICK, THREAD, Watch, ask_call, button, hub_of, make_hub, posted
+from tests.support.runtime_support import FAST
 
 MORE = "also add a --json flag"
 
@@ -182,5 +185,46 @@ async def test_a_run_with_no_session_to_continue_is_refused_as_it_was(double_fac
         assert said is not None and not said.ok and "no step of this run has a session" in said.message
         assert store.get_run(before.run_id) == before and before.run_id not in hub.live
         assert md.model_requests() == [] and surface.notices_for("alice") == [said.message]
+    finally:
+        await hub.close()
+
+
+COSTLY = {"input_tokens": 1000, "output_tokens": 40000}  # $0.603 at Sonnet prices
+
+
+def capped(plan: RunPlan) -> Workflow:
+    ch = HumanChannel(timeout_s=60.0)
+    spec = AgentSpec(name="worker", allowed_tools=["Read"], channel=ch, max_turns=12)
+    return Workflow([Step("work", spec, f"work: {plan.task}")], channel=ch, budget=plan.budget_usd)
+
+
+async def test_what_round_one_spent_counts_against_round_twos_cap(double_factory: Any, cli_home: Path,
+                                                                  tmp_path: Path) -> None:
+    """A $1 cap: round 1 spends $0.60 and ends; round 2's first $0.60 crosses the cap only because round 1's
+    spend is counted, so the run pauses before its next turn and its owner is asked; the raise is kept in
+    the record for the next round."""
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Back: {last_user_text}", "turn": [
+        {"say": "Round one.", "usage": COSTLY},
+        {"say": "Round two.", "usage": COSTLY, "call": [{"tool": "Read", "input": {"file_path": "notes.md"}}]},
+    ]}))
+    surface = MemorySurface()
+    watch = Watch(surface)
+    env = {**md.env(cli_home), "ANTHROPIC_MODEL": "claude-sonnet-4-5"}  # every role at Sonnet prices
+    hub = hub_of(surface, SQLiteStateStore(tmp_path / "state.db"), root=tmp_path / "runs", env=env, factory=capped,
+                 view=QUICK, runtime_options={"resilience": FAST})
+    try:
+        run = (await hub.start("spend", THREAD, "alice", options=RunOptions(budget_usd=1.0))).run_id
+        await hub.wait(run)
+        one = hub.store.get_run(run)
+        assert one is not None and one.status == "done" and one.spent_usd == pytest.approx(0.603, abs=0.01)
+
+        assert (await hub.continue_run(run, "spend some more", "alice")).ok
+        card = await watch.card("ask:2-q1")  # the cost cap's question, in round 2
+        assert card.title == "💰 Budget reached" and "$1.21" in card.text and "$1.00" in card.text
+        assert (await hub.handle_action(button(card, "+$5 (cap $6.00)"), "alice", delivery_id="b1")).ok
+        await hub.wait(run)
+        two = hub.store.get_run(run)
+        assert two is not None and two.status == "done" and two.round == 2
+        assert two.cap_usd == 6.0 and two.spent_usd >= 1.2  # both rounds, and the cap as raised
     finally:
         await hub.close()

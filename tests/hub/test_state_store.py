@@ -179,15 +179,18 @@ def test_a_run_keeps_its_round(make: Callable[[Clock], StateStore]) -> None:
     store = make(Clock())
     first = store.save_run(RunRecord("r1", T1, "U1", "task", "done"))
     assert first.round == 1
-    store.save_run(dataclasses.replace(first, round=2, status="starting"))
+    assert first.spent_usd == 0.0 and first.cap_usd is None
+    store.save_run(dataclasses.replace(first, round=2, status="starting", spent_usd=1.25, cap_usd=6.0))
     store.set_run_status("r1", "done")
     got = store.get_run("r1")
     assert got is not None and got.round == 2 and got.status == "done" and got.created_at == first.created_at
+    assert got.spent_usd == 1.25 and got.cap_usd == 6.0
     assert [r.round for r in store.list_runs()] == [2]
 
 
-def test_an_older_database_gains_the_round_column(tmp_path: Path) -> None:
-    """A DB made before rounds existed (no `round` column): its runs read as round 1 and can go on."""
+def test_an_older_database_gains_the_round_and_budget_columns(tmp_path: Path) -> None:
+    """A DB made before rounds existed (no `round`, `spent_usd`, `cap_usd`): its runs read as round 1 with
+    nothing spent, and can go on."""
     path = tmp_path / "old.db"
     db = sqlite3.connect(path)
     db.executescript("""
@@ -200,8 +203,10 @@ def test_an_older_database_gains_the_round_column(tmp_path: Path) -> None:
     store = SQLiteStateStore(path)
     old = store.get_run("r1")
     assert old is not None and old.round == 1 and old.task == "old task" and old.created_at == 5.0
-    store.save_run(dataclasses.replace(old, round=2))
+    assert old.spent_usd == 0.0 and old.cap_usd is None
+    store.save_run(dataclasses.replace(old, round=2, spent_usd=0.5))
     store.close()
     again = SQLiteStateStore(path)  # reopened: the migration is not run twice, the round is kept
-    assert again.get_run("r1").round == 2  # type: ignore[union-attr]
+    kept = again.get_run("r1")
+    assert kept is not None and kept.round == 2 and kept.spent_usd == 0.5 and kept.cap_usd is None
     again.close()
