@@ -63,5 +63,8 @@ async def test_a_message_in_an_ended_runs_thread_continues_it(double_factory: An
         assert "Round one: tabs." in str(later[0].body.get("messages"))
         assert {session_id(r) for r in md.model_requests()} == {session_id(later[0])}
         assert user_side(later[-1]).count(MORE) == 1 and later[-1].last_tool_result == "json"
+        listed = await d.slash(alice, "runs")  # the channel's runs, ended ones with their round
+        await d.until(lambda _: listed.original is not None and listed.original["content"])
+        assert listed.original is not None and f"`{run_id}` done (round 2) <#{thread}>" in listed.original["content"]
     finally:
         await stop_bot(bridge, hub)
