@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "Workflow": "flower_core.workflow",
     "StepAbort": "flower_core.workflow",
     "Lineage": "flower_core.lineage",
+    "next_round": "flower_core.rounds",
     "Workbench": "flower_core.workbench",
     "starter_flow": "flower_core.starter",
     "Oracle": "flower_core.oracle",
@@ -52,7 +53,7 @@ __all__ = [
     "HumanChannel", "Lineage", "Mail", "Manifest", "ModelDouble", "Oracle", "ParkPolicy", "RedisSessionStore",
     "Resilience", "Runtime", "SQLiteSessionStore", "Step", "StepAbort", "StepResult", "Workbench", "Workflow",
     "build_options", "classify", "cli_env", "default_window", "has_credentials", "json_safe", "load_scenario",
-    "normalize", "resolve_env", "starter_flow",
+    "next_round", "normalize", "resolve_env", "starter_flow",
 ]
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from flower_core.manifest import Manifest
     from flower_core.oracle import Oracle
     from flower_core.redis_store import RedisSessionStore
+    from flower_core.rounds import next_round
     from flower_core.runtime import HandoffPolicy, Resilience, Runtime, StepResult, classify, default_window
     from flower_core.runtime.budget import Budget, BudgetError
     from flower_core.runtime.parking import ParkPolicy

@@ -122,6 +122,7 @@ class Workflow:
     workbench: Any = None
     continuous: bool = True
     budget: Any = None
+    round: int = 0  # a run's next round (flower_core/rounds.py): its step events say which
     # Filled by run(); readable by drivers and UIs.
     results: dict[str, Any] = field(default_factory=dict, init=False)
     sessions: dict[str, str] = field(default_factory=dict, init=False)
@@ -285,6 +286,8 @@ class Workflow:
               woke: bool, reused: bool) -> None:
         payload = {"index": index, "total": total, "resumed": resumed, "woke": woke, "reused": reused,
                    "wake": self.wake}
+        if self.round:
+            payload["round"] = self.round
         self._call(on_event, Event("step", text=step.name, payload=payload))
 
     def _call(self, fn: Callable[..., Any] | None, *args: Any) -> None:

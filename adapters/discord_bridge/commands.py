@@ -150,7 +150,8 @@ class FlowerCommands(app_commands.Group):
                 await reply.say("No runs in this channel yet. Start one with `/flower run`.")
                 return
             hub = self.ctx.hub
-            lines = [f"• `{r.run_id}` {r.status} <#{r.thread.thread}> — {fmt.one_line(r.task, 70)}"
+            lines = [f"• `{r.run_id}` {r.status}{f' (round {r.round})' if r.round > 1 else ''} <#{r.thread.thread}> — "
+                     f"{fmt.one_line(r.task, 70)}"
                      + (f" (worker {w})" if (w := hub.holder(r.run_id)) else "") for r in runs]
             await reply.say("Runs in this channel, newest first:\n" + "\n".join(lines))
 

@@ -1,7 +1,7 @@
 """Hub: the chat-agnostic owner of runs, and the one face platforms see.
 
 Platforms forward intents — start, answer, decline, send (inbox), interrupt, oracle, stop, wake,
-follow, unfollow, a plain message (`said`), a button (`handle_action`) — and may ask a few questions
+continue_run, follow, unfollow, a plain message (`said`), a button (`handle_action`) — and may ask a few questions
 of it (who may act, was this delivery seen, which run is this, who is this person). Nothing else:
 `tests/test_boundaries.py` fails when a platform package touches any other hub member. Every intent
 checks who may act first (`_allowed`: one rule), answers with an `IntentResult`, and tells a refused
@@ -16,6 +16,7 @@ Inside, each job has a collaborator handed only what it needs (the hub wires the
     Mirrors     followed threads, auto mirrors, the owner's DM
     Launcher    a run's view, threads and chat side, started through the transport
     Restarts    runs coming back after a restart, waking, answers to sleeping runs
+    Rounds      a run that has ended goes on: its next round
 
 Runs go through a transport (adapters/transport): in this process by default, to `flower-worker`s
 over Redis; either way each input is logged durably before anyone is told "ok".
@@ -43,6 +44,7 @@ from adapters.hub.outboxes import Outboxes
 from adapters.hub.places import Places
 from adapters.hub.report import status_report
 from adapters.hub.results import IntentResult
+from adapters.hub.rounds import Rounds
 from adapters.hub.runs import LiveRun, RunOptions
 from adapters.hub.settings import HubSettings
 from adapters.hub.wake import Restarts
@@ -62,8 +64,8 @@ Verb = Literal["start", "answer", "send", "stop"]
 # front end's own rules. tests/platforms/test_facade.py fails when a platform touches anything else.
 PLATFORM_FACADE = frozenset({
     # intents
-    "start", "answer", "decline", "send", "interrupt", "oracle", "stop", "wake", "follow", "unfollow", "said",
-    "handle_action", "status", "refuse",
+    "start", "answer", "decline", "send", "interrupt", "oracle", "stop", "wake", "continue_run", "follow",
+    "unfollow", "said", "handle_action", "status", "refuse",
     # questions
     "run", "is_live", "runs", "run_in", "holder", "state", "thread_by_id", "followers", "open_cards",
     "card_state", "card_by_key", "may", "followable", "seen", "display",
@@ -102,6 +104,7 @@ class Hub:
         self.restarts = Restarts(self.book, store, self.launcher, self.admission, self.mirrors, self.outboxes,
                                  self.transport, self.view_config, wake_on_start=s.wake_on_start,
                                  refuse=self.refuse, clock=clock)
+        self.rounds = Rounds(self.book, store, self.launcher, self.admission, self.view_config, refuse=self.refuse)
         self.clock = clock
         self._chores = Chores()
 
@@ -210,6 +213,15 @@ class Hub:
         if record is None:
             return refusal
         return await self.restarts.wake(record, user, remark)
+
+    async def continue_run(self, run_id: str, text: str, user: str, *,
+                           where: ThreadRef | None = None) -> IntentResult:
+        """A run that has ended goes on with `text`: its next round (see rounds.py). Who may write to the run
+        may continue it; `where`: the thread the words came from."""
+        record, refusal = await self._allowed(run_id, user, "send")
+        if record is None:
+            return refusal
+        return await self.rounds.continue_run(record, text, user, where=where)
 
     async def follow(self, run_id: str, thread: ThreadRef, user: str) -> IntentResult:
         """Show a live run in one more thread (see mirrors.py)."""

@@ -39,21 +39,26 @@ class Launcher:
         # Taps see every event of every run as (run id, event), beside the view: e.g. the web's event log.
         self.taps: list[Tap] = []
 
-    def plan(self, record: RunRecord, *, waking: bool, remark: str = "") -> RunPlan:
-        """What the run side builds the run from: the task, its places, and the starter's choices."""
+    def plan(self, record: RunRecord, *, waking: bool, remark: str = "", said: str = "") -> RunPlan:
+        """What the run side builds the run from: the task, its places, the starter's choices, its round
+        (`said`: the words that start a next round; a round woken after a restart has none) and its books
+        so far (what it spent, its cap as last raised)."""
         opts, s = RunOptions.load(Path(record.run_dir)), self.settings
         return RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
+                       round=record.round, said=said,
                        timeout_s=s.timeout_s if opts.timeout_s is None else opts.timeout_s,
                        max_asks=s.max_asks if opts.max_asks is None else opts.max_asks,
-                       budget_usd=s.budget_usd if opts.budget_usd is None else opts.budget_usd)
+                       budget_usd=record.cap_usd if record.cap_usd is not None else
+                       s.budget_usd if opts.budget_usd is None else opts.budget_usd, spent_usd=record.spent_usd)
 
     def launch(self, record: RunRecord, *, waking: bool, remark: str = "", attach: bool = False,
-               after: LiveRun | None = None, restoring: bool = False) -> LiveRun:
+               after: LiveRun | None = None, restoring: bool = False, said: str = "") -> LiveRun:
         """Show a run in its threads and start its run side through the transport; `attach`: the run side
         is already going on a worker (a takeover, or this front restarted); `after`: the LiveRun that
-        showed it until a takeover; `restoring`: its steps so far pass quietly."""
-        plan = self.plan(record, waking=waking, remark=remark)
+        showed it until a takeover; `restoring`: its steps so far pass quietly; `said`: a next round's words."""
+        plan = self.plan(record, waking=waking, remark=remark, said=said)
         view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6])
+        view.status_card.round = record.round
         fanout = Fanout(self._target(record, record.thread))
         for mirror in self.mirrors.targets_for(record):
             fanout.add(self._target(record, mirror.thread, mirror.scope))

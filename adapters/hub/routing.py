@@ -1,7 +1,8 @@
 """What a person's input in a thread means, routed to the hub's intents (only its public surface).
 
 - `said`: a plain message — an answer when it replies to a card or says `qN: …`, `?…` asks the
-  oracle, anything else is inbox mail (replies.py has the rules).
+  oracle, anything else is inbox mail (replies.py has the rules), or, when the run has ended, the
+  start of its next round (rounds.py).
 - `handle_action`: a button id from `adapters.ids` — decoded, deduplicated on the platform's delivery
   id, and routed; buttons that need words first answer with the prompt to ask for them.
 """
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from adapters.hub.replies import parse_reply
 from adapters.hub.results import IntentResult
+from adapters.hub.rounds import has_ended
 from adapters.ids import IdError, decode
 from adapters.surface import ThreadRef
 
@@ -40,6 +42,9 @@ async def said(hub: Hub, thread: ThreadRef, user: str, text: str, *, origin: str
         return await hub.answer(run_id, card_id, reply.text, user, where=thread)
     if reply.kind == "oracle":
         return await hub.oracle(run_id, reply.text, user)
+    record = hub.run(run_id)
+    if record is not None and not hub.is_live(run_id) and has_ended(record):  # a thread is a conversation
+        return await hub.continue_run(run_id, text.strip(), user, where=thread)
     return await hub.send(run_id, text.strip(), user, origin=origin, where=thread)
 
 

@@ -126,6 +126,7 @@ class LiveRun:
         self._ending = True
         try:
             await self._chores.wait()
+            self._book(end)
             if end.state == "died":
                 return  # the bot is going away (or the run moved): its cards stay open
             self._settle_old_cards(final=True)
@@ -142,6 +143,17 @@ class LiveRun:
                 self.finished.set()
                 if self._on_end is not None:
                     self._on_end(self)
+
+    def _book(self, end: RunEnd) -> None:
+        """Keep what this process's part of the run cost, and its cap as last raised, in the run's record:
+        the next round (or the wake after a restart) counts them against the cap."""
+        card = self.view.status_card
+        spent = max(0.0, end.cost_usd or 0.0) + card.aside_usd
+        record = self.store.get_run(self.run_id)
+        if record is None or (spent <= 0 and card.cap_usd in (None, record.cap_usd)):
+            return
+        self.store.save_run(replace(record, spent_usd=round(record.spent_usd + spent, 6), updated_at=0.0,
+                                    cap_usd=card.cap_usd if card.cap_usd is not None else record.cap_usd))
 
     def handed_over(self, holder: str, previous: str) -> None:
         """The run went on on another worker: this view ends quietly and the hub shows the run afresh."""

@@ -1,4 +1,4 @@
-"""Slash commands: `/flower <task|status|runs|help|follow <run>|unfollow <run>>` and `/stop [message]`.
+"""Slash commands: `/flower <task|status|runs [all]|help|follow <run>|unfollow <run>>` and `/stop [message]`.
 
 Quick answers (help, usage, status, lists) travel in the ack itself, which Slack shows to the caller
 alone. Everything else is acked first and answered after through the command's response_url, which
@@ -45,6 +45,8 @@ HELP = (
     "answer its questions here too; `/flower unfollow <run id>` (or the shortcut *Stop following here* in that "
     "thread) ends it.\n"
     "• `/flower wake <run id>` brings back a run that could not come back by itself after a restart.\n"
+    "• A reply in the thread of a run that has ended continues it (its next round, the same conversation); "
+    "`/flower runs all` lists your ended runs too.\n"
     "• `/flower status` · `/flower runs` · `/flower help`"
 )
 
@@ -69,7 +71,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         elif cmd.kind == "status":
             await ack(text=_status(ctx, channel))
         elif cmd.kind == "runs":
-            await ack(text=_runs(ctx, channel, user))
+            await ack(text=_runs(ctx, channel, user, ended=cmd.text == "all"))
         elif cmd.kind in ("follow", "unfollow"):
             await ack()
             await ctx.know(user, name)
@@ -136,6 +138,8 @@ async def _reply(respond: Any, ctx: SlackContext, channel: str, user: str, text:
 
 def _line(ctx: SlackContext, r: RunRecord) -> str:
     state = ctx.hub.state(r.run_id)
+    if r.round > 1:
+        state += f", round {r.round}"
     return (f"• `{r.run_id}` in <#{r.thread.channel}> — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
             f"(started by {mrkdwn_escape(ctx.hub.display(r.owner))})"
             + (f" · worker `{mrkdwn_escape(w)}`" if (w := ctx.hub.holder(r.run_id)) else ""))
@@ -151,16 +155,25 @@ def _status(ctx: SlackContext, channel: str) -> str:
     return "\n".join(mrkdwn_escape(hub.status(run_id=r.run_id).message) for r in live)
 
 
-def _runs(ctx: SlackContext, channel: str, user: str) -> str:
+ENDED_SHOWN = 10  # `/flower runs all`: the caller's newest ended runs
+
+
+def _runs(ctx: SlackContext, channel: str, user: str, *, ended: bool = False) -> str:
     """Live runs of this channel and the caller's own elsewhere (others' runs in channels the caller
-    may not be in are counted, not shown)."""
+    may not be in are counted, not shown); `ended`: then the caller's own runs that have ended."""
     live = ctx.hub.runs(platform=PLATFORM)
     shown = [r for r in live if r.thread.channel == channel or r.owner == user]
-    if not shown:
-        return "No live runs you can see." + (f" ({len(live)} in other channels.)" if live else "")
     hidden = len(live) - len(shown)
-    tail = f"\n_{hidden} more in other channels._" if hidden else ""
-    return "\n".join(_line(ctx, r) for r in shown) + tail
+    text = "\n".join(_line(ctx, r) for r in shown) + (f"\n_{hidden} more in other channels._" if hidden else "")
+    if not shown:
+        text = "No live runs you can see." + (f" ({len(live)} in other channels.)" if live else "")
+    if not ended:
+        return text
+    over = [r for r in ctx.hub.runs(user=user, platform=PLATFORM, live_only=False) if not ctx.hub.is_live(r.run_id)]
+    if not over:
+        return text + "\nNo ended runs of yours."
+    return (text + "\n*Your runs that have ended* (a reply in a run's thread continues it):\n"
+            + "\n".join(_line(ctx, r) for r in over[:ENDED_SHOWN]))
 
 
 def _stop_list(head: str, runs: list[RunRecord], message: str, ctx: SlackContext) -> list[Any]:

@@ -29,7 +29,6 @@ from adapters.slack.errors import is_code
 from adapters.slack.surface import SlackSurface
 from adapters.state import RunRecord
 from adapters.surface import OutMessage, SurfaceError, ThreadRef
-from adapters.view import FINAL_STATES
 from adapters.view import fmt as _fmt
 from adapters.view.status import STATUS_KEY
 
@@ -38,6 +37,7 @@ __all__ = ["NOT_IN_CHANNEL", "PLATFORM", "SlackContext", "usage"]
 log = logging.getLogger(__name__)
 
 PLATFORM = "slack"
+DIED = "died"  # the stored status of a run the bot's restart left asleep
 NOT_IN_CHANNEL = "I am not in this channel yet: invite me first (`/invite @flower`), then try again."
 NAME_LOOKUP_S = 3.0  # users.info is waited for this long at most; the card then shows the user id
 
@@ -85,10 +85,11 @@ class SlackContext:
         return self.hub.run(run_id) if run_id else None
 
     def answers_here(self, thread: ThreadRef) -> bool:
-        """A person's message in this thread is for a run: one going, or one asleep since a restart
-        (its cards still answer). Threads of finished runs are left to people."""
+        """A person's message in this thread is for a run: one going, one asleep since a restart (its cards
+        still answer), or one that has ended (the words start its next round). Only a run that died with the
+        bot leaves its thread to people: its Wake button brings it back."""
         record = self.run_in(thread)
-        return record is not None and (self.hub.is_live(record.run_id) or record.status not in FINAL_STATES)
+        return record is not None and (self.hub.is_live(record.run_id) or record.status != DIED)
 
     def footer(self, thread: ThreadRef) -> str:
         record = self.run_in(thread)

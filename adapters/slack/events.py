@@ -6,12 +6,13 @@ event                      what it does
 app_mention, top level     starts a run: its status card becomes a root message (as /flower)
 app_mention in a thread    the thread's run hears it (as a reply); no run there: starts one
                            in that thread
-message in a run's thread  `Hub.said`: ?oracle, qN: answer, else inbox mail with a receipt
+message in a run's thread  `Hub.said`: ?oracle, qN: answer, else inbox mail with a receipt;
+                           in the thread of a run that has ended: its next round
 agent_session_stopped      interrupts the thread's run; the session leaves `processing`
 =========================  ===============================================================
 
 Ignored: bots (the bot itself included), edits, deletions and other message subtypes, messages
-outside run threads or in threads of finished runs, and a message that mentions the bot (Slack
+outside run threads or in threads of runs that died with the bot, and a message that mentions the bot (Slack
 sends it twice, as message and as app_mention; the mention is the one acted on). An event whose
 `user`, `text`, `ts`, `thread_ts`, `channel` or `subtype` is there but not a string (a number, an
 object, a null) is ignored with one warning: it never reaches the hub.

@@ -9,6 +9,7 @@ Slash command grammar (`/flower`):
 ``/flower start <t>``  start a run, whatever `t` is (a one-word task)
 ``/flower status``     the run of this channel
 ``/flower runs``       the live runs the caller can see
+``/flower runs all``   those, and the caller's runs that have ended (a reply in a thread continues one)
 ``/flower help``       what the bot does
 ``/flower follow <r>`` show run `r` in a new thread of this channel (a mirror)
 ``/flower unfollow <r>``  stop showing run `r` in this channel's mirror threads
@@ -98,6 +99,8 @@ def parse_flower(text: str) -> FlowerCommand:
         return FlowerCommand("start", rest.strip()) if rest.strip() else FlowerCommand("usage", "")
     if sub in SUBCOMMANDS and not rest.strip():
         return FlowerCommand(sub)
+    if sub == "runs" and rest.strip().lower() == "all":
+        return FlowerCommand("runs", "all")
     if sub in RUN_SUBCOMMANDS and " " not in rest.strip():
         return FlowerCommand(sub, rest.strip()) if rest.strip() else FlowerCommand("usage", "")
     parsed = _leading_options(words)

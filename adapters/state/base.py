@@ -56,6 +56,9 @@ class RunRecord:
     run_dir: str = ""
     created_at: float = 0.0
     updated_at: float = 0.0
+    round: int = 1  # 2, 3…: a person continued the run after it ended (adapters/hub/rounds.py)
+    spent_usd: float = 0.0  # what the run's ended rounds cost: the next round's cap counts it
+    cap_usd: float | None = None  # the cost cap as its owner last raised it (None: the run's options say)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ CREATE INDEX IF NOT EXISTS bindings_thread ON bindings(thread, seq);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, thread TEXT NOT NULL, owner TEXT NOT NULL, task TEXT NOT NULL,
     status TEXT NOT NULL, workspace TEXT NOT NULL, run_dir TEXT NOT NULL,
-    created_at REAL NOT NULL, updated_at REAL NOT NULL);
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, round INTEGER NOT NULL DEFAULT 1,
+    spent_usd REAL NOT NULL DEFAULT 0, cap_usd REAL);
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 CREATE TABLE IF NOT EXISTS asks (
     run_id TEXT NOT NULL, ask_id TEXT NOT NULL, message_id TEXT NOT NULL, question TEXT NOT NULL,
@@ -50,6 +51,11 @@ CREATE TABLE IF NOT EXISTS intents (
 CREATE INDEX IF NOT EXISTS intents_open ON intents(run_id, settled, seq);
 """
 SCHEMA_VERSION = "1"
+# Named, so a column added by a migration (at the end of an old table) reads the same as in a new one.
+_RUN_COLUMNS = ("run_id, thread, owner, task, status, workspace, run_dir, created_at, updated_at, round, spent_usd,"
+                " cap_usd")
+# Columns added since the first schema, with how an older database gains them.
+_ADDED_RUN_COLUMNS = {"round": "INTEGER NOT NULL DEFAULT 1", "spent_usd": "REAL NOT NULL DEFAULT 0", "cap_usd": "REAL"}
 
 
 def _set_or_none(v: list[str] | None) -> frozenset[str] | None:
@@ -67,8 +73,16 @@ class SQLiteStateStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._migrate()
         self._db.execute("INSERT OR IGNORE INTO meta(name, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
         self._writes = 0
+
+    def _migrate(self) -> None:
+        """Columns added since a database was made: a DB of an older version gains them with their default."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+        for name, kind in _ADDED_RUN_COLUMNS.items():
+            if name not in columns:
+                self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
 
     def _one(self, sql: str, args: tuple[object, ...]) -> tuple[Any, ...] | None:
         with self._lock:
@@ -105,11 +119,12 @@ class SQLiteStateStore:
                 old = self._db.execute("SELECT created_at FROM runs WHERE run_id=?", (run.run_id,)).fetchone()
                 created = run.created_at or (old[0] if old else now)
                 stored = RunRecord(run.run_id, run.thread, run.owner, run.task, run.status, run.workspace,
-                                   run.run_dir, created, run.updated_at or now)
+                                   run.run_dir, created, run.updated_at or now, run.round, run.spent_usd, run.cap_usd)
                 self._db.execute(
-                    "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO runs({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (stored.run_id, str(stored.thread), stored.owner, stored.task, str(stored.status),
-                     stored.workspace, stored.run_dir, stored.created_at, stored.updated_at))
+                     stored.workspace, stored.run_dir, stored.created_at, stored.updated_at, stored.round,
+                     stored.spent_usd, stored.cap_usd))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -119,18 +134,18 @@ class SQLiteStateStore:
     @staticmethod
     def _run(row: tuple[Any, ...]) -> RunRecord:
         return RunRecord(row[0], ThreadRef.parse(row[1]), row[2], row[3], RunStatus.of(row[4]), row[5], row[6], row[7],
-                         row[8])
+                         row[8], int(row[9]), float(row[10]), None if row[11] is None else float(row[11]))
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        row = self._one("SELECT * FROM runs WHERE run_id=?", (run_id,))
+        row = self._one(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id=?", (run_id,))
         return None if row is None else self._run(row)
 
     def list_runs(self, status: str | None = None) -> list[RunRecord]:
         with self._lock:
             if status is None:
-                rows = self._db.execute("SELECT * FROM runs ORDER BY created_at, run_id").fetchall()
+                rows = self._db.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at, run_id").fetchall()
             else:
-                rows = self._db.execute("SELECT * FROM runs WHERE status=? ORDER BY created_at, run_id",
+                rows = self._db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE status=? ORDER BY created_at, run_id",
                                         (status,)).fetchall()
         return [self._run(r) for r in rows]
 

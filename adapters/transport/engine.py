@@ -23,7 +23,7 @@ from adapters.ops.runlog import run_context
 from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
 from adapters.transport.intents import Intent, IntentReply, RunLog
-from adapters.transport.plan import RunFactory, RunPlan, default_factory
+from adapters.transport.plan import RunFactory, RunPlan, build_workflow, default_factory
 from flower_core import Event, Oracle, ParkPolicy, Runtime, Workflow
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class EngineKit:
     adopt: bool = False  # restore a question whose process died before it parked (workers: see ParkPolicy)
 
     def build(self, run_id: str, plan: RunPlan, sink: RunSink, *, log: RunLog | None = None) -> RunEngine:
-        workflow = self.factory(plan)
+        workflow = build_workflow(self.factory, plan)
         park = ParkPolicy(self.park_after_s, allow=self.may_park, adopt=self.adopt)
         options = {"park": park, **self.runtime_options}
         env = dict(self.env) if self.env is not None else None

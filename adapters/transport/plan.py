@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from flower_core import Workflow, starter_flow
+from flower_core import Workflow, next_round, starter_flow
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,9 @@ class RunPlan:
     timeout_s: float | None = 1800.0
     max_asks: int | None = None
     budget_usd: float | None = None
+    round: int = 1  # 2, 3…: the run's next round, built by flower_core.next_round from the factory's workflow
+    said: str = ""  # what a person said to start that round ("" when the round is woken after a restart)
+    spent_usd: float = 0.0  # what the run cost before this process took it up: its cap counts it
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -41,6 +44,18 @@ class RunPlan:
 
 
 RunFactory = Callable[[RunPlan], Workflow]
+
+
+def build_workflow(factory: RunFactory, plan: RunPlan) -> Workflow:
+    """The factory's workflow, or from round 2 on the next round of it (its last agent step resumed); its
+    cost cap starts with what the run spent before (earlier rounds, the process before a restart)."""
+    workflow = factory(plan)
+    if plan.round > 1:
+        workflow = next_round(workflow, plan.said or plan.remark, run_dir=plan.run_dir, workspace=plan.workspace,
+                              round_=plan.round)
+    if plan.spent_usd > 0 and workflow.budget is not None:
+        workflow.budget.book(plan.spent_usd)  # before the run binds it: the first gate already counts it
+    return workflow
 
 
 def default_factory(plan: RunPlan) -> Workflow:

@@ -64,7 +64,9 @@ def reset(key: str, p: dict[str, Any], text: str) -> OutMessage:
 
 def step(key: str, name: str, p: dict[str, Any]) -> OutMessage:
     note = ""
-    if p.get("reused"):
+    if isinstance(p.get("round"), int) and p["round"] > 1:
+        note = f" — round {p['round']}, the same conversation goes on"
+    elif p.get("reused"):
         note = " — already finished before, reused"
     elif p.get("woke"):
         note = " — picking up where it was cut off"

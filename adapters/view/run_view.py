@@ -276,7 +276,11 @@ class RunView:
     def _step(self, ev: Event, p: dict[str, Any], out: list[OutMessage]) -> bool:
         c = self.status_card
         c.step_name, c.step_index, c.step_total = ev.text, int(_num(p.get("index"))), int(_num(p.get("total")))
-        c.step_note = "reused" if p.get("reused") else "woken" if p.get("woke") else ""
+        n = p.get("round")
+        if isinstance(n, int) and n > 1:
+            c.round = n
+        woken = "woken" if p.get("woke") else ""
+        c.step_note = "reused" if p.get("reused") else f"round {c.round}" if c.round > 1 else woken
         if isinstance(p.get("wake"), int) and p["wake"] > 0:
             self.gen = p["wake"]
         if c.state not in status.FINAL_STATES:

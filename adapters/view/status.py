@@ -50,6 +50,7 @@ class StatusCard:
     aside_usd: float = 0.0  # the oracle's side questions: counted against the cap, shown apart
     cap_usd: float | None = None  # the run's cost cap, once a budget event reported one
     ended_at: float | None = None
+    round: int = 1  # 2, 3…: the run was continued after it ended (the title says so)
     tools: deque[str] = field(default_factory=lambda: deque(maxlen=3))
 
     def step_text(self) -> str:
@@ -89,6 +90,8 @@ class StatusCard:
 def render(card: StatusCard, now: float) -> OutMessage:
     icon, label = STATES.get(card.state, ("•", card.state))
     title = f"{icon} {label}"
+    if card.round > 1:
+        title += f" · round {card.round}"
     if card.step_total:
         title += f" · step {card.step_index}/{card.step_total} {card.step_name}"
     end = card.ended_at if card.ended_at is not None else now

@@ -15,6 +15,7 @@ POST /api/runs/{id}/send                   {"text"}  inbox mail
 POST /api/runs/{id}/interrupt              {"text"}  (empty: stop and go on)
 POST /api/runs/{id}/end                    —  stop the run for good
 POST /api/runs/{id}/wake                   {"text"?}  wake a run that did not come back after a restart
+POST /api/runs/{id}/continue               {"text"}  an ended run's next round → {"ok", "id", "round"}; 409 while live
 POST /api/runs/{id}/oracle                 {"question"}
 POST /api/runs/{id}/say                    {"text"}  a line typed in the thread (?oracle, qN: answer, else mail)
 POST /api/action                           {"action_id", "text"?, "delivery_id"?}  a button of a message
@@ -73,8 +74,8 @@ def run_json(web_: WebFrontend, r: RunRecord) -> dict[str, Any]:
     page = web_.page_thread(r)
     return {"id": r.run_id, "task": r.task, "status": r.status, "owner": r.owner, "platform": r.thread.platform,
             "thread": str(r.thread), "page_thread": str(page) if page is not None else None,
-            "created_at": r.created_at, "updated_at": r.updated_at, "live": web_.hub.is_live(r.run_id),
-            "worker": web_.hub.holder(r.run_id)}
+            "created_at": r.created_at, "updated_at": r.updated_at, "round": r.round,
+            "live": web_.hub.is_live(r.run_id), "worker": web_.hub.holder(r.run_id)}
 
 
 @web.middleware
@@ -275,6 +276,21 @@ async def wake(request: web.Request) -> web.Response:
     return answered(await w.hub.wake(record.run_id, WEB_USER, remark))
 
 
+async def continue_run(request: web.Request) -> web.Response:
+    """An ended run's next round, in the same session; a live run takes words as mail (`/send`)."""
+    w, record = web_of(request), record_of(request)
+    text = text_field(await read_body(request, {"text": str}), "text")
+    if w.hub.is_live(record.run_id):
+        raise ApiError(409, f"run {record.run_id} is still going: write to it with POST /api/runs/{record.run_id}/send")
+    result = await w.hub.continue_run(record.run_id, text, WEB_USER, **w.where(record))
+    if not result.ok:
+        return answered(result)
+    w.runs_changed()
+    now = w.hub.run(record.run_id)
+    return web.json_response({"ok": True, "id": record.run_id, "round": now.round if now is not None else None,
+                              "message": result.message})
+
+
 async def oracle(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
     question = text_field(await read_body(request, {"question": str}), "question")
@@ -324,6 +340,7 @@ def routes() -> list[web.RouteDef]:
         web.post("/api/runs/{run_id}/interrupt", interrupt),
         web.post("/api/runs/{run_id}/end", end),
         web.post("/api/runs/{run_id}/wake", wake),
+        web.post("/api/runs/{run_id}/continue", continue_run),
         web.post("/api/runs/{run_id}/oracle", oracle),
         web.post("/api/runs/{run_id}/say", say),
         web.post("/api/action", action),

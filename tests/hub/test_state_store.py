@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -172,3 +173,40 @@ def test_two_connections_share_dedupe(tmp_path: Path) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_a_run_keeps_its_round(make: Callable[[Clock], StateStore]) -> None:
+    store = make(Clock())
+    first = store.save_run(RunRecord("r1", T1, "U1", "task", "done"))
+    assert first.round == 1
+    assert first.spent_usd == 0.0 and first.cap_usd is None
+    store.save_run(dataclasses.replace(first, round=2, status="starting", spent_usd=1.25, cap_usd=6.0))
+    store.set_run_status("r1", "done")
+    got = store.get_run("r1")
+    assert got is not None and got.round == 2 and got.status == "done" and got.created_at == first.created_at
+    assert got.spent_usd == 1.25 and got.cap_usd == 6.0
+    assert [r.round for r in store.list_runs()] == [2]
+
+
+def test_an_older_database_gains_the_round_and_budget_columns(tmp_path: Path) -> None:
+    """A DB made before rounds existed (no `round`, `spent_usd`, `cap_usd`): its runs read as round 1 with
+    nothing spent, and can go on."""
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE runs (run_id TEXT PRIMARY KEY, thread TEXT NOT NULL, owner TEXT NOT NULL, task TEXT NOT NULL,
+            status TEXT NOT NULL, workspace TEXT NOT NULL, run_dir TEXT NOT NULL,
+            created_at REAL NOT NULL, updated_at REAL NOT NULL);""")
+    db.execute("INSERT INTO runs VALUES ('r1', ?, 'U1', 'old task', 'done', '/ws', '/rd', 5.0, 6.0)", (str(T1),))
+    db.commit()
+    db.close()
+    store = SQLiteStateStore(path)
+    old = store.get_run("r1")
+    assert old is not None and old.round == 1 and old.task == "old task" and old.created_at == 5.0
+    assert old.spent_usd == 0.0 and old.cap_usd is None
+    store.save_run(dataclasses.replace(old, round=2, spent_usd=0.5))
+    store.close()
+    again = SQLiteStateStore(path)  # reopened: the migration is not run twice, the round is kept
+    kept = again.get_run("r1")
+    assert kept is not None and kept.round == 2 and kept.spent_usd == 0.5 and kept.cap_usd is None
+    again.close()

@@ -172,6 +172,7 @@ function renderRuns() {
     b.append(el("span", "run-name", r.task.length > 90 ? r.task.slice(0, 89) + "…" : r.task));
     const meta = el("span", "run-meta");
     meta.append(el("span", "badge " + r.status, r.status), el("span", "rid", r.id));
+    if (r.round > 1) meta.append(el("span", "from", "round " + r.round));
     if (r.platform !== "web") meta.append(el("span", "from", "from " + r.platform));  // shown here too
     if (r.worker) meta.append(el("span", "from", "on " + r.worker));  // scale-out: the worker holding it
     b.append(meta);
@@ -205,11 +206,21 @@ function select(runId) {
 function renderHead() {
   const r = state.runs.get(state.selected);
   $("run-task").textContent = r ? r.task : "";
-  $("run-id").textContent = r ? `${r.id} · ${r.status}${r.worker ? " · worker " + r.worker : ""}` : state.selected || "";
-  const ended = r && FINAL.has(r.status) && !r.live;
-  $("say").disabled = $("send").disabled = $("ask-oracle").disabled = Boolean(ended);
-  $("say").placeholder = ended ? "The run has ended." :
+  const round = r && r.round > 1 ? ` · round ${r.round}` : "";
+  $("run-id").textContent = r ? `${r.id} · ${r.status}${round}${r.worker ? " · worker " + r.worker : ""}`
+    : state.selected || "";
+  // An ended run is not closed: what is typed into its box starts its next round (POST …/continue).
+  const ended = isEnded(r);
+  $("ask-oracle").disabled = Boolean(ended);
+  $("send").textContent = ended ? "Continue" : "Send";
+  $("send").title = ended ? "The agent takes the conversation up again, in the same session: a next round"
+    : "To the agent's inbox: it reads it at its next checkpoint";
+  $("say").placeholder = ended ? "Continue the run…" :
     "Message the agent (its inbox) · ?question asks the oracle · q1: answers question q1";
+}
+
+function isEnded(r) {
+  return Boolean(r && FINAL.has(r.status) && !r.live);
 }
 
 // ---- the thread -------------------------------------------------------------------------------
@@ -410,8 +421,9 @@ async function onSay(oracle) {
   const text = box.value.trim();
   if (!text || !state.selected) { box.focus(); return; }
   const run = state.selected;
+  const ended = isEnded(state.runs.get(run));
   const result = oracle ? await api(`/api/runs/${run}/oracle`, { question: text.replace(/^\?\s*/, "") })
-    : await api(`/api/runs/${run}/say`, { text });
+    : await api(`/api/runs/${run}/${ended ? "continue" : "say"}`, { text });
   if (result.ok) box.value = "";
   said(result);
 }

@@ -14,7 +14,8 @@ import aiohttp
 import pytest
 
 from adapters.slack import SlackStartError
-from adapters.state import ChannelPolicy
+from adapters.state import ChannelPolicy, RunRecord
+from adapters.surface import ThreadRef
 from tests.support.slack_double import BOT_USER, SlackDouble
 from tests.support.slack_support import C1, settings_for, slack_bot
 
@@ -166,3 +167,27 @@ async def test_agent_sessions_where_unsupported_are_logged_once_and_left_alone(
         assert len(double.called("agents.sessions.setStatus", ok_only=False)) == 1 and not sessions.enabled
     warned = [r for r in caplog.records if "agent sessions are off" in r.getMessage()]
     assert len(warned) == 1 and "not_allowed_token_type" in warned[0].getMessage()
+
+
+async def test_runs_all_lists_the_callers_ended_runs_with_their_round(tmp_path: Path) -> None:
+    async with SlackDouble() as double, slack_bot(tmp_path, None, tmp_path, double) as bot:
+        def ended(run_id: str, owner: str, task: str, status: str, round_: int, at: float) -> None:
+            thread = ThreadRef("slack", C1, f"{at:.6f}")
+            bot.store.save_run(RunRecord(run_id, thread, owner, task, status, str(tmp_path), str(tmp_path / run_id),
+                                         created_at=at, round=round_))
+            bot.store.bind_thread(thread, run_id)
+
+        ended("r00000001", "UALICE", "write a CLI", "done", 3, 1.0)
+        ended("r00000002", "UALICE", "fix the tests", "failed", 1, 2.0)
+        ended("r00000003", "UBOB", "bob's own run", "done", 1, 3.0)
+        plain = await double.slash("/flower", "runs", user="UALICE", channel=C1)
+        assert plain is not None and plain["text"] == "No live runs you can see."
+        listed = await double.slash("/flower", "runs all", user="UALICE", channel=C1)
+        assert listed is not None
+        text = listed["text"]
+        assert "r00000001" in text and "done, round 3" in text and "r00000002" in text and "failed" in text
+        assert text.index("r00000002") < text.index("r00000001")  # newest first
+        assert "r00000003" not in text  # someone else's
+        nothing = await double.slash("/flower", "runs all", user="UCAROL", channel=C1)
+        assert nothing is not None and "No ended runs of yours." in nothing["text"]
+        assert not double.roots(C1) and len(bot.store.list_runs()) == 3  # `runs all` started no run

@@ -93,6 +93,7 @@ def test_long_titles_and_labels_are_clipped_to_slacks_limits() -> None:
 
 @pytest.mark.parametrize(("text", "kind", "rest"), [
     ("", "usage", ""), ("help", "help", ""), ("STATUS", "status", ""), ("runs", "runs", ""),
+    ("runs ALL", "runs", "all"), ("runs all the tests", "start", "runs all the tests"),
     ("stauts", "usage", "stauts"), ("start", "usage", ""), ("start refactor", "start", "refactor"),
     ("build me a CLI", "start", "build me a CLI"), ("help me write a parser", "start", "help me write a parser"),
     ("follow r1a2b3c4d", "follow", "r1a2b3c4d"), ("UNFOLLOW r9", "unfollow", "r9"), ("follow", "usage", ""),
