@@ -227,6 +227,7 @@ class Runtime:
             state.carried = None
             if cur_prompt is None:
                 cur_prompt = interrupt_prompt(words or "")
+                state.carried = words if words and words.strip() else None
             elif words is not None:
                 cur_prompt = human_addendum(cur_prompt, words)
                 state.carried = words
@@ -274,10 +275,25 @@ class Runtime:
                 return
             await state.wait_poke(delay)  # an interrupt cuts the backoff short
             if sid:
+                await self._carry_again(state, sid)
                 cur_prompt, cur_resume = self.resilience.resume_prompt, sid
                 result.resumed = True
             else:
                 cur_prompt, cur_resume, cur_fork = gen_prompt, gen_resume, gen_fork
+
+    async def _carry_again(self, state: StepState, sid: str) -> None:
+        """The failed attempt's prompt carried a person's words. The CLI stores a prompt before it calls the
+        model, so the resumed session usually has them; when it failed before that (it never started, say),
+        they ride on the retry's prompt instead of being lost."""
+        words, state.carried = state.carried, None
+        if not words or not words.strip():
+            return
+        try:
+            stored = (await self.session_facts([sid])).delivered(words.strip(), prompts_only=True)
+        except Exception:  # the store is unreadable: saying it twice beats not saying it
+            stored = 0
+        if not stored:
+            state.add_pending(words)
 
     def _retry(self, out: Outcome, state: StepState) -> float | None:
         """Book a failed attempt; the backoff (after a "retry" event) when another attempt is due."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from flower_core.runtime.attempt import Outcome
 from tests.conftest import scenario_of
 from tests.support.runtime_support import Recorder, make_runtime, spec
 
@@ -72,3 +74,48 @@ async def test_overflow_without_handoff_is_a_plain_failure(double_factory: Any, 
         rt.close()
     assert not r.ok and r.attempts == 1 and not rec.kinds("retry") and not rec.kinds("handoff")
     assert r.error and "too long" in r.error.lower()
+
+
+async def test_words_on_a_failed_attempt_reach_the_retry_once(double_factory: Any, cli_home: Path,
+                                                              tmp_path: Path) -> None:
+    """Words said before the step ride on its first prompt; that attempt fails (529) after the CLI stored
+    the prompt, so the retry resumes a session that has them: the model reads them once, not twice."""
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Recovered.", "fault": {"kind": "http", "status": 529, "times": 1}}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        assert rt.interrupt("and use tabs") is False  # kept for the next step's prompt
+        r = await rt.run(spec(), "go", step_name="flaky", on_event=Recorder())
+    finally:
+        rt.close()
+    assert r.ok and r.attempts == 2
+    last = json.dumps(md.model_requests()[-1].body)
+    assert last.count("and use tabs") == 1, last
+
+
+async def test_words_on_an_attempt_whose_cli_never_started_ride_on_the_retry(double_factory: Any, cli_home: Path,
+                                                                             tmp_path: Path) -> None:
+    """The person's words go out on an attempt that fails before its CLI stored the prompt (under load the
+    CLI may not come up at all): the session the retry resumes never had them, so they ride on the retry's
+    prompt instead of being lost. (The failing attempt is the one thing not run for real here.)"""
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Working."}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    real, prompts = rt.parking.attempt, []
+
+    async def flaky(spec_: Any, prompt: str, resume: str | None, fork: bool, state: Any) -> Outcome:
+        prompts.append(prompt)
+        if len(prompts) == 2:  # the interrupt's attempt: its CLI never started
+            return Outcome(session_id=state.session, ok=False, status=529, error="overloaded before it started")
+        out = await real(spec_, prompt, resume, fork, state)
+        if len(prompts) == 1:
+            assert rt.interrupt("and use tabs")  # said while the first attempt runs
+        return out
+
+    rt.parking.attempt = flaky  # type: ignore[method-assign]
+    try:
+        r = await rt.run(spec(), "go", step_name="flaky", on_event=Recorder())
+    finally:
+        rt.close()
+    assert r.ok and len(prompts) == 3 and "and use tabs" in prompts[1]
+    last = json.dumps(md.model_requests()[-1].body)
+    assert last.count("and use tabs") == 1, prompts
