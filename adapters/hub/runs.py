@@ -227,6 +227,10 @@ class LiveRun:
             self._oracle_n += 1
             self.pipe.put(self.view.oracle(self._oracle_n, str(p.get("question", "")), str(p.get("answer", "")),
                                            str(p.get("user", ""))))
+        elif what == "unheard":
+            self.pipe.put(self.view.notice(
+                f"⚠️ The run ended before it heard {self.view.cfg.who(str(p.get('user', '')))}: "
+                f"{_fmt.quote(str(p.get('text', '')), 300)} — reply in the thread to continue it."))
         elif what == "cut_off":
             for call in p.get("calls") or []:
                 if isinstance(call, dict) and not call.get("safe"):
@@ -347,4 +351,4 @@ class LiveRun:
 
 
 # Events the run side sends about inputs it replayed (adapters/transport/applier.py) and cut-off calls.
-_RUN_SIDE_NOTES = frozenset({"answer_to_inbox", "oracle", "cut_off"})
+_RUN_SIDE_NOTES = frozenset({"answer_to_inbox", "oracle", "cut_off", "unheard"})

@@ -245,9 +245,15 @@ class Applier:
             await self._chores.wait()
         if state == "died" or self.log is None:
             return
+        take = getattr(self.runtime, "take_unread", None)
+        unread = (take() if take is not None else None) or ""  # words that came after the run's last turn
         used = self._answered | self._taken | self._in_flight | self._later
         for intent in self.log.unsettled():
-            self._settle(intent.iid, Settled.DONE if intent.iid in used else Settled.MOOT)
+            unheard = intent.op is Op.INTERRUPT and intent.text.strip() and intent.text.strip() in unread
+            if unheard:
+                self._emit(Event("system", text="unheard", payload={
+                    "subtype": "unheard", "text": intent.text, "user": intent.user}))
+            self._settle(intent.iid, Settled.DONE if intent.iid in used and not unheard else Settled.MOOT)
 
     def _settle(self, iid: str, how: Settled) -> None:
         for kept in (self._answered, self._taken, self._in_flight, self._later):

@@ -24,9 +24,12 @@ from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
 from adapters.transport.intents import Intent, IntentReply, RunLog
 from adapters.transport.plan import RunFactory, RunPlan, build_workflow, default_factory
-from flower_core import Event, Oracle, ParkPolicy, Runtime, Workflow
+from flower_core import AgentSpec, Event, Oracle, ParkPolicy, Runtime, Workflow
+from flower_core.runtime.handoff import interrupt_prompt
 
 log = logging.getLogger(__name__)
+
+LATE_TURNS_MAX = 3  # words that keep coming after the end: this many extra turns, then the run ends
 
 
 @dataclass
@@ -125,6 +128,7 @@ class RunEngine:
                 text = str(getattr(failed, "text", "") or "")
             elif results:
                 text = str(getattr(list(results.values())[-1], "text", "") or "")
+                text = await self._hear_late_words(ctx) or text
         except asyncio.CancelledError:
             state = "died" if self._stop_reason == "shutdown" else "stopped"
         except Exception as exc:  # the workflow itself broke: report it, keep the process alive
@@ -142,6 +146,29 @@ class RunEngine:
                     with contextlib.suppress(Exception):
                         closer()
         await self.sink.ended(end)
+
+    async def _hear_late_words(self, ctx: Mapping[str, Any]) -> str:
+        """A person interrupted after the last step had ended (they were told "ok"): the run does not end
+        unheard — the last step's session goes on with their words, as an interrupt resumes it. The text
+        of that turn ("" when there were no such words, or no session to hear them)."""
+        take = getattr(self.runtime, "take_unread", None)
+        text = ""
+        for _ in range(LATE_TURNS_MAX):
+            words = take() if take is not None else None
+            if not words or not words.strip():
+                break
+            last = next((r for r in reversed(list(self.workflow.results.values())) if getattr(r, "session_id", None)),
+                        None)
+            step = next((s for s in self.workflow.steps if last is not None and s.name == last.step), None)
+            if last is None or step is None:
+                log.warning("run %s: words after the last step, and no session to hear them", self.run_id)
+                break
+            spec = step.spec if isinstance(step.spec, AgentSpec) else step.spec(ctx)
+            result = await self.runtime.run(spec, interrupt_prompt(words), step_name=step.name,
+                                            resume=last.session_id, on_event=self.on_event)
+            self.applier.step_done()
+            text = str(result.text or "") or text
+        return text
 
     # ---- intents -------------------------------------------------------------------------------
     def cancel(self, reason: str) -> bool:

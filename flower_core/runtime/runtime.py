@@ -156,6 +156,12 @@ class Runtime:
                 state.loop.call_soon_threadsafe(state.poke)
         return bool(states)
 
+    def take_unread(self) -> str | None:
+        """Interrupt words said while no step ran that no step has taken since (the workflow ended first)."""
+        with self._lock:
+            words, self._early = self._early, None
+        return words
+
     def use_budget(self, budget: Budget) -> None:
         """Adopt a run's budget (a Workflow brings its own): the cap and the books are shared."""
         if budget is not self.budget:
