@@ -248,7 +248,12 @@ class Applier:
         take = getattr(self.runtime, "take_unread", None)
         unread = (take() if take is not None else None) or ""  # words that came after the run's last turn
         used = self._answered | self._taken | self._in_flight | self._later
-        for intent in self.log.unsettled():
+        try:
+            left = self.log.unsettled()
+        except Exception as exc:  # the process is going away and its store is closed: the next one replays
+            log.warning("run %s: intents not settled at its end: %r", self.run_id, exc)
+            return
+        for intent in left:
             unheard = intent.op is Op.INTERRUPT and intent.text.strip() and intent.text.strip() in unread
             if unheard:
                 self._emit(Event("system", text="unheard", payload={
