@@ -22,6 +22,7 @@ from flower_core.runtime.handoff import is_overflow
 
 CONNECT_TIMEOUT = 120.0
 INTERRUPT_TIMEOUT = 10.0
+ANSWER_LAND_TIMEOUT = 10.0  # an interrupt waits at most this long for an answer on its way to the CLI
 DRAIN_TIMEOUT = 30.0
 DISCONNECT_TIMEOUT = 30.0
 # prompt=None: the CLI continues an interrupted turn on its own (a parked run resuming); if it has not
@@ -87,7 +88,8 @@ class Attempt:
     def __init__(self, options: ClaudeAgentOptions, prompt: str | None, *, signal: StopSignal | None = None,
                  on_events: Callable[[list[Event]], None] | None = None,
                  on_session: Callable[[str], None] | None = None,
-                 idle_timeout: float | None = None) -> None:
+                 idle_timeout: float | None = None, ask_tool: str = "",
+                 answered: Callable[[], bool] | None = None) -> None:
         self.options = options
         self.prompt = prompt
         self.signal = signal or StopSignal()
@@ -97,6 +99,11 @@ class Attempt:
         self.out = Outcome()
         self._result: ResultMessage | None = None
         self._first = prompt is None  # waiting for a continued turn's first message
+        # Question calls (`ask_tool`) of the main thread whose result the CLI has not echoed yet, and
+        # whether the question they ask is settled on the human side (`answered`): see _let_answers_land.
+        self.ask_tool, self.answered = ask_tool, answered
+        self._open_asks: set[str] = set()
+        self._asks_closed: asyncio.Event | None = None
 
     async def run(self) -> Outcome:
         client = ClaudeSDKClient(self.options)
@@ -126,6 +133,7 @@ class Attempt:
             done, _ = await asyncio.wait({consumer, stopper}, return_when=asyncio.FIRST_COMPLETED)
             if consumer not in done:
                 self.out.stopped = self.signal.reason
+                await self._let_answers_land(consumer)
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(client.interrupt(), INTERRUPT_TIMEOUT)
                 try:
@@ -138,6 +146,20 @@ class Attempt:
             for task in (consumer, stopper):
                 task.cancel()
             await asyncio.gather(consumer, stopper, return_exceptions=True)
+
+    async def _let_answers_land(self, consumer: asyncio.Task[None]) -> None:
+        """An interrupt that reaches the CLI while a question's answer is on its way to it makes the CLI
+        reject the call: the person's answer would never reach the model. So when a question call is
+        open and its question is already settled, the interrupt waits (bounded) until the CLI has echoed
+        the result; a question still waiting is interrupted at once (the person spoke instead)."""
+        if not self._open_asks or self.answered is None or not self.answered():
+            return
+        self._asks_closed = self._asks_closed or asyncio.Event()
+        waiting = asyncio.ensure_future(self._asks_closed.wait())
+        try:
+            await asyncio.wait({waiting, consumer}, timeout=ANSWER_LAND_TIMEOUT)
+        finally:
+            waiting.cancel()
 
     async def _consume(self, client: ClaudeSDKClient) -> None:
         stream = client.receive_response().__aiter__()
@@ -183,6 +205,12 @@ class Attempt:
                 self.out.synthetic.append(ev.text)
             elif ev.kind == "tool_call" and main:
                 self.out.tool_calls.append(str(ev))
+                if self.ask_tool and ev.tool == self.ask_tool:
+                    self._open_asks.add(str(ev.payload.get("id", "")))
+            elif ev.kind == "tool_result" and main and self._open_asks:
+                self._open_asks.discard(str(ev.payload.get("tool_use_id", "")))
+                if not self._open_asks and self._asks_closed is not None:
+                    self._asks_closed.set()
             ctx = ev.payload.get("context")
             if main and isinstance(ctx, int) and ctx > 0:
                 self.out.context = ctx

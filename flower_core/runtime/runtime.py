@@ -342,10 +342,13 @@ class Runtime:
         if not writing:
             state.signal = signal
         try:
+            channel = getattr(spec, "channel", None)
             attempt = Attempt(options, prompt, signal=signal,
                               on_events=None if writing else partial(self._on_events, state),
                               on_session=None if writing else partial(self._on_session, state),
-                              idle_timeout=self.resilience.idle_timeout)
+                              idle_timeout=self.resilience.idle_timeout,
+                              ask_tool=str(getattr(channel, "tool_name", "") or ""),
+                              answered=None if channel is None else partial(_no_question_waits, channel))
             out = await attempt.run()
             self.budget.settle(out, limit, step=state.result.step)
             return out
@@ -399,3 +402,9 @@ class Runtime:
         except Exception as exc:  # the books are best effort; the run goes on
             self.ui_errors.append(f"manifest: {exc!r}")
             return index
+
+
+def _no_question_waits(channel: Any) -> bool:
+    """No question of the step's own waits for a person: an open question call was answered (or declined)."""
+    pending = getattr(channel, "pending", None)
+    return pending is not None and not [a for a in pending() if not getattr(a, "kind", "")]

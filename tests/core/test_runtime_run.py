@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from flower_core.events import Event
+from flower_core.human import HumanChannel
 from flower_core.runtime import Runtime
 from flower_core.runtime.handoff import NEUTRAL_RESUME
 from tests.conftest import scenario_of
@@ -179,3 +180,32 @@ async def test_a_cancelled_run_stops_the_turn_in_flight(double_factory: Any, cli
         rt.close()
     assert [q.turn for q in md.model_requests()] == [0]
     assert rt.results[-1].error == "cancelled"
+
+
+async def test_an_interrupt_right_behind_an_answer_does_not_cost_the_answer(double_factory: Any, cli_home: Path,
+                                                                            tmp_path: Path) -> None:
+    """A person answers and, the same moment, someone interrupts: the interrupt waits until the CLI holds
+    the answer (else the CLI rejects the question's call and the answer never reaches the model)."""
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Heard: {last_user_text}", "turn": [
+        {"say": "Asking.", "call": [{"tool": "mcp__human__ask", "input": {"question": "Which colour?"}}]},
+        {"say": "Colour: {last_tool_result}"},
+    ]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    loop = asyncio.get_running_loop()
+
+    def both_at_once(ev: Event) -> None:
+        if ev.kind == "ask" and ev.payload.get("state") == "asked":
+            def go() -> None:
+                assert ch.answer(str(ev.payload["id"]), "blue")
+                assert rt.interrupt("and use tabs")
+            loop.call_soon(go)
+
+    ch = HumanChannel(on_event=both_at_once)
+    try:
+        r = await rt.run(spec(channel=ch), "paint it", step_name="paint")
+    finally:
+        rt.close()
+    assert r.ok, r.error
+    results = [q.last_tool_result for q in md.model_requests()]
+    assert "blue" in results, results  # the answer reached the model as the call's result
+    assert any("and use tabs" in q.last_user_text for q in md.model_requests())
