@@ -158,11 +158,15 @@ async def test_default_spec_writes_and_runs_bash_unattended(double_factory: Any,
     md = await double_factory(scenario_of({"name": "main", "turn": [
         {"say": "Writing.", "call": [{"tool": "Write", "input": {"file_path": str(ws / "a.txt"), "content": "hi"}}]},
         {"say": "Running.", "call": [{"tool": "Bash", "input": {
-            "command": "python3 -c 'print(6*7)' > b.txt && echo compact=$DISABLE_AUTO_COMPACT && cat b.txt a.txt"}}]},
+            "command": "echo $((6*7)) > b.txt && echo compact=$DISABLE_AUTO_COMPACT && cat b.txt a.txt"}}]},
         {"say": "Bash said: {last_tool_result}"},
     ]}))
     spec = AgentSpec(system_prompt="You are the flower test agent.", compact="off", max_turns=5)
-    msgs = await _run(build_options(spec, cwd=ws, env=md.env(cli_home)))
+    # A HOME of its own: the Bash tool sources the user's shell config, which on a CI box may run a version
+    # manager's rehash (60 s on a stale lock, and its complaint in the tool's output).
+    home = tmp_path / "home"
+    home.mkdir()
+    msgs = await _run(build_options(spec, cwd=ws, env={**md.env(cli_home), "HOME": str(home)}))
     assert not [m for m in msgs if isinstance(m, SystemMessage) and m.subtype == "permission_denied"]
     assert (ws / "a.txt").read_text() == "hi" and (ws / "b.txt").read_text().strip() == "42"
     assert _texts(msgs)[-1].split() == ["Bash", "said:", "compact=1", "42", "hi"]
