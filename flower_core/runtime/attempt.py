@@ -89,7 +89,7 @@ class Attempt:
                  on_events: Callable[[list[Event]], None] | None = None,
                  on_session: Callable[[str], None] | None = None,
                  idle_timeout: float | None = None, ask_tool: str = "",
-                 answered: Callable[[], bool] | None = None) -> None:
+                 waiting_questions: Callable[[bool], int] | None = None) -> None:
         self.options = options
         self.prompt = prompt
         self.signal = signal or StopSignal()
@@ -99,9 +99,10 @@ class Attempt:
         self.out = Outcome()
         self._result: ResultMessage | None = None
         self._first = prompt is None  # waiting for a continued turn's first message
-        # Question calls (`ask_tool`) of the main thread whose result the CLI has not echoed yet, and
-        # whether the question they ask is settled on the human side (`answered`): see _let_answers_land.
-        self.ask_tool, self.answered = ask_tool, answered
+        # Question calls (`ask_tool`) of the main thread whose result the CLI has not echoed yet, and how
+        # many questions still wait on the human side (withdrawing them first when True is passed):
+        # see _let_answers_land.
+        self.ask_tool, self.waiting_questions = ask_tool, waiting_questions
         self._open_asks: set[str] = set()
         self._asks_closed: asyncio.Event | None = None
 
@@ -148,18 +149,26 @@ class Attempt:
             await asyncio.gather(consumer, stopper, return_exceptions=True)
 
     async def _let_answers_land(self, consumer: asyncio.Task[None]) -> None:
-        """An interrupt that reaches the CLI while a question's answer is on its way to it makes the CLI
-        reject the call: the person's answer would never reach the model. So when a question call is
-        open and its question is already settled, the interrupt waits (bounded) until the CLI has echoed
-        the result; a question still waiting is interrupted at once (the person spoke instead)."""
-        if not self._open_asks or self.answered is None or not self.answered():
+        """An interrupt that reaches the CLI while a question call is open makes the CLI reject the call:
+        an answer accepted in that instant would never reach the model. So the questions still waiting
+        are withdrawn first (an answer after this is refused, and the person is told), and when an open
+        call's question was answered before that, the interrupt waits (bounded) until the CLI has echoed
+        the result. A call whose question was withdrawn is interrupted at once: the person spoke instead.
+        Other stops (parking, a handoff, the budget) keep a waiting question open for what follows."""
+        if not self._open_asks or self.waiting_questions is None:
+            return
+        try:
+            waiting = self.waiting_questions(self.out.stopped == "interrupt")
+        except Exception:
+            waiting = len(self._open_asks)
+        if waiting >= len(self._open_asks):
             return
         self._asks_closed = self._asks_closed or asyncio.Event()
-        waiting = asyncio.ensure_future(self._asks_closed.wait())
+        echoed = asyncio.ensure_future(self._asks_closed.wait())
         try:
-            await asyncio.wait({waiting, consumer}, timeout=ANSWER_LAND_TIMEOUT)
+            await asyncio.wait({echoed, consumer}, timeout=ANSWER_LAND_TIMEOUT)
         finally:
-            waiting.cancel()
+            echoed.cancel()
 
     async def _consume(self, client: ClaudeSDKClient) -> None:
         stream = client.receive_response().__aiter__()

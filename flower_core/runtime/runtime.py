@@ -348,7 +348,7 @@ class Runtime:
                               on_session=None if writing else partial(self._on_session, state),
                               idle_timeout=self.resilience.idle_timeout,
                               ask_tool=str(getattr(channel, "tool_name", "") or ""),
-                              answered=None if channel is None else partial(_no_question_waits, channel))
+                              waiting_questions=None if channel is None else partial(_waiting_questions, channel))
             out = await attempt.run()
             self.budget.settle(out, limit, step=state.result.step)
             return out
@@ -404,7 +404,16 @@ class Runtime:
             return index
 
 
-def _no_question_waits(channel: Any) -> bool:
-    """No question of the step's own waits for a person: an open question call was answered (or declined)."""
+def _waiting_questions(channel: Any, withdraw: bool) -> int:
+    """How many of the step's own questions wait for a person, so their calls may be cut at once. With
+    ``withdraw`` (the run is being interrupted) they are withdrawn first and the count is of those
+    withdrawn: an answer from then on is refused instead of lost, and one that got in just before is
+    not counted (its result is on its way). The runtime's own questions (a ``kind``, e.g. budget) are
+    not the step's calls."""
     pending = getattr(channel, "pending", None)
-    return pending is not None and not [a for a in pending() if not getattr(a, "kind", "")]
+    if pending is None:
+        return 0
+    own = [a for a in pending() if not getattr(a, "kind", "")]
+    if withdraw and hasattr(channel, "withdraw"):
+        return sum(1 for a in own if channel.withdraw(a.id))
+    return len(own)

@@ -209,3 +209,35 @@ async def test_an_interrupt_right_behind_an_answer_does_not_cost_the_answer(doub
     results = [q.last_tool_result for q in md.model_requests()]
     assert "blue" in results, results  # the answer reached the model as the call's result
     assert any("and use tabs" in q.last_user_text for q in md.model_requests())
+
+
+@pytest.mark.parametrize("delay_ms", [0, 2, 5, 10, 20, 40])
+async def test_an_answer_right_behind_an_interrupt_is_refused_or_heard(double_factory: Any, cli_home: Path,
+                                                                       tmp_path: Path, delay_ms: int) -> None:
+    """Someone interrupts and, a moment later, a person answers the waiting question: the answer is either
+    refused (the question was withdrawn before the interrupt went to the CLI) or reaches the model; an
+    accepted answer is never dropped by the CLI rejecting the interrupted call."""
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Heard: {last_user_text}", "turn": [
+        {"say": "Asking.", "call": [{"tool": "mcp__human__ask", "input": {"question": "Which colour?"}}]},
+        {"say": "Colour: {last_tool_result}"},
+    ]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    loop = asyncio.get_running_loop()
+    accepted: list[bool] = []
+
+    def interrupt_then_answer(ev: Event) -> None:
+        if ev.kind == "ask" and ev.payload.get("state") == "asked":
+            ask_id = str(ev.payload["id"])
+            loop.call_soon(lambda: rt.interrupt("and use tabs"))
+            loop.call_later(delay_ms / 1000 + 0.001, lambda: accepted.append(ch.answer(ask_id, "blue")))
+
+    ch = HumanChannel(on_event=interrupt_then_answer)
+    try:
+        r = await rt.run(spec(channel=ch), "paint it", step_name="paint")
+    finally:
+        rt.close()
+    assert r.ok, r.error
+    requests = md.model_requests()
+    assert any("and use tabs" in q.last_user_text for q in requests)
+    heard = any("blue" in (q.last_tool_result or "") or "blue" in q.last_user_text for q in requests)
+    assert accepted and accepted[0] is heard, (accepted, [q.last_tool_result for q in requests])
