@@ -165,10 +165,13 @@ class ModelDouble:
         if not body.get("stream"):
             return web.json_response(_whole_message(turn, model, text))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await resp.prepare(request)
-        for chunk in turn_events(turn, model, text):
-            await resp.write(chunk)
-        await resp.write_eof()
+        try:
+            await resp.prepare(request)
+            for chunk in turn_events(turn, model, text):
+                await resp.write(chunk)
+            await resp.write_eof()
+        except ConnectionResetError:
+            pass  # the CLI went away mid-reply (killed, interrupted): the request is recorded, nobody reads on
         return resp
 
     def _pick_turn(self, conv: Conversation | None, index: int) -> Turn:
