@@ -45,7 +45,8 @@ NAME_LOOKUP_S = 3.0  # users.info is waited for this long at most; the card then
 def usage(unknown: str = "") -> str:
     head = f"I don't know `{unknown}`. " if unknown else ""
     return (f"{head}Usage: `/flower <task>` starts a run in this channel · `/flower status` · `/flower runs` · "
-            "`/flower follow <run id>` · `/flower unfollow <run id>` · `/flower help` · "
+            "`/flower follow <run id>` · `/flower unfollow <run id>` · `/flower resume <run id> [words]` · "
+            "`/flower help` · "
             "`/stop [message]` interrupts your run here.")
 
 
@@ -209,6 +210,21 @@ class SlackContext:
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(record.task, 200)}",
                           title=f"👀 Following run {run_id}", fields=[("Started by", hub.display(record.owner))])
         return await self._under_new_root(channel, card, lambda thread: hub.follow(run_id, thread, user), run_id)
+
+    async def resume_run(self, run_id: str, channel: str, user: str, words: str) -> IntentResult:
+        """`/flower resume`: show the run in a new thread of `channel` and, with words, continue it there
+        (Hub.resume). Checked first, as a follow is, so a refusal leaves no root behind."""
+        hub = self.hub
+        record = hub.run(run_id)
+        if record is None:
+            return IntentResult(False, f"No run {run_id}. `/flower runs all` lists the runs you can resume.")
+        may = hub.resumable(run_id, user)
+        if not may.ok:
+            return may
+        card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(record.task, 200)}",
+                          title=f"↩️ Resuming run {run_id}", fields=[("Started by", hub.display(record.owner))])
+        return await self._under_new_root(channel, card, lambda thread: hub.resume(run_id, thread, user, words),
+                                          run_id)
 
     async def unfollow_run(self, run_id: str, channel: str, user: str) -> IntentResult:
         """End every thread of `channel` that follows `run_id` (its own thread is not a mirror)."""
