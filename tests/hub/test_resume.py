@@ -1,0 +1,59 @@
+"""Hub.resume (`/flower resume <run id> [text]`) on the hub, for the cases the platform tests do not reach:
+a live run is followed in the new thread and the words go to its inbox (their receipt shows there); a run
+that was cut off (died) is refused with the way out (wake it); an empty resume of an ended run keeps only
+the mirror. The real SDK + CLI on the model double, the in-memory surface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from adapters.memory_surface import MemorySurface
+from adapters.state import RunStatus, SQLiteStateStore
+from adapters.surface import ThreadRef
+from tests.hub.test_rounds import MORE, conversation, hub_on
+from tests.support.hub_support import THREAD, Watch, button
+
+ELSEWHERE = ThreadRef("memory", "C2", "t-elsewhere")
+
+
+async def test_resume_follows_a_live_run_and_mails_it_then_refuses_a_cut_off_one(double_factory: Any,
+                                                                                  cli_home: Path,
+                                                                                  tmp_path: Path) -> None:
+    md = await double_factory(conversation())
+    surface = MemorySurface()
+    watch = Watch(surface)
+    hub = hub_on(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"))
+    try:
+        run = (await hub.start("write a tool", THREAD, "alice")).run_id
+        q1 = await watch.card("ask:1-q1")
+        assert not hub.resumable(run, "mallory").ok and not hub.resumable("rnothere", "alice").ok
+        live = await hub.resume(run, ELSEWHERE, "bob", "a word from elsewhere")
+        assert live.ok and "Following run" in live.message and "Queued" in live.message, live
+        assert [m.thread for m in hub.store.mirrors_of(run)] == [ELSEWHERE]
+        await watch.until(lambda s: s.find("ask:1-q1", ELSEWHERE))  # the open card shows there too
+        assert (await hub.handle_action(button(q1, "tabs"), "bob", delivery_id="d-1", where=ELSEWHERE)).ok
+        await watch.until(lambda s: s.find("mail:", ELSEWHERE))  # the receipt shows where the words were written
+        assert not surface.find("mail:", THREAD)
+        await hub.wait(run)
+
+        # Cut off, not ended: refused with the way out; nothing stored, no round.
+        record = hub.store.get_run(run)
+        assert record is not None
+        hub.store.save_run(replace(record, status=RunStatus.DIED))
+        died = await hub.resume(run, ThreadRef("memory", "C3", "t3"), "alice", MORE)
+        assert not died.ok and "wake it" in died.message
+        assert len(hub.store.mirrors_of(run)) == 1 and hub.store.get_run(run).round == 1  # type: ignore[union-attr]
+        hub.store.save_run(record)
+
+        # Ended, no words: only the mirror, and a reply there continues it; empty words change nothing more.
+        quiet = ThreadRef("memory", "C4", "t4")
+        shown = await hub.resume(run, quiet, "alice")
+        assert shown.ok and "a reply in this thread continues it (round 2)" in shown.message
+        assert quiet in [m.thread for m in hub.store.mirrors_of(run)] and run not in hub.live
+        again = await hub.resume(run, quiet, "alice", MORE)
+        assert not again.ok and "already shown here" in again.message
+    finally:
+        await hub.close()
