@@ -1,7 +1,7 @@
 """Hub.resume (`/flower resume <run id> [text]`) on the hub, for the cases the platform tests do not reach:
 a live run is followed in the new thread and the words go to its inbox (their receipt shows there); a run
 that was cut off (died) is refused with the way out (wake it); an empty resume of an ended run keeps only
-the mirror. The real SDK + CLI on the model double, the in-memory surface.
+the mirror; a round the hub refuses takes the new mirror away again. The real SDK + CLI on the model double, the in-memory surface.
 """
 
 from __future__ import annotations
@@ -55,5 +55,14 @@ async def test_resume_follows_a_live_run_and_mails_it_then_refuses_a_cut_off_one
         assert quiet in [m.thread for m in hub.store.mirrors_of(run)] and run not in hub.live
         again = await hub.resume(run, quiet, "alice", MORE)
         assert not again.ok and "already shown here" in again.message
+
+        # A round the hub refuses (no room for one more run) takes the new thread's mirror away again.
+        other = (await hub.start("another task", ThreadRef("memory", "C1", "t-other"), "alice")).run_id
+        await watch.until(lambda s: s.find("ask:1-q1", ThreadRef("memory", "C1", "t-other")))
+        hub.max_runs = 1
+        full = await hub.resume(run, ThreadRef("memory", "C5", "t5"), "alice", MORE)
+        assert not full.ok and "already going" in full.message, full
+        assert [m.thread for m in hub.store.mirrors_of(run)] == [ELSEWHERE, quiet]
+        assert hub.store.get_run(run).round == 1 and other in hub.live  # type: ignore[union-attr]
     finally:
         await hub.close()
