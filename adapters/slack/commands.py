@@ -148,7 +148,8 @@ def _line(ctx: SlackContext, r: RunRecord) -> str:
     state = ctx.hub.state(r.run_id)
     if r.round > 1:
         state += f", round {r.round}"
-    return (f"• `{r.run_id}` in <#{r.thread.channel}> — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
+    link = f" ({t})" if r.thread.platform == PLATFORM and (t := ctx.thread_link(r.thread)) else ""
+    return (f"• `{r.run_id}` in <#{r.thread.channel}>{link} — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
             f"(started by {mrkdwn_escape(ctx.hub.display(r.owner))})"
             + (f" · worker `{mrkdwn_escape(w)}`" if (w := ctx.hub.holder(r.run_id)) else ""))
 

@@ -55,6 +55,7 @@ class SlackContext:
         self.surface, self.client = surface, client
         self._hub: Hub | None = None
         self.bot_user_id = ""
+        self.team_url = ""  # the workspace's address (auth.test), for links to threads ("" until connected)
         self.options: RunOptions | None = None  # per-run options every Slack start gets (None: the bot's)
         self._looked_up: LRU[str, bool] = LRU(10_000)
 
@@ -195,6 +196,13 @@ class SlackContext:
             except SurfaceError as exc:
                 log.warning("could not remove the root of a refused %s in %s: %s", card.title, channel, exc)
         return result
+
+    def thread_link(self, thread: ThreadRef) -> str:
+        """A mrkdwn link to a thread's root message (Slack opens the thread), or "" before auth.test said where
+        the workspace is."""
+        if not self.team_url or not thread.thread:
+            return ""
+        return f"<{self.team_url.rstrip('/')}/archives/{thread.channel}/p{thread.thread.replace('.', '')}|thread>"
 
     # ---- following a run elsewhere ------------------------------------------------------------------------
     async def follow_run(self, run_id: str, channel: str, user: str) -> IntentResult:

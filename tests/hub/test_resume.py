@@ -1,7 +1,8 @@
 """Hub.resume (`/flower resume <run id> [text]`) on the hub, for the cases the platform tests do not reach:
 a live run is followed in the new thread and the words go to its inbox (their receipt shows there); a run
 that was cut off (died) is refused with the way out (wake it); an empty resume of an ended run keeps only
-the mirror; a round the hub refuses takes the new mirror away again. The real SDK + CLI on the model double, the in-memory surface.
+the mirror; a round the hub refuses takes the new mirror away again. The real SDK + CLI on the model
+double, the in-memory surface.
 """
 
 from __future__ import annotations
