@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.conftest import scenario_of
 from tests.support.fleet_support import Api, Fleet
 from tests.support.hub_support import FIRST_QUESTION
 from tests.support.redis_support import RedisServer
@@ -87,3 +88,46 @@ async def test_a_round_continues_on_another_worker_when_round_ones_holder_is_gon
     assert steps and steps[0]["payload"].get("round") == 2, steps
     sessions = {e["payload"]["session_id"] for e in events if e["payload"].get("session_id")}
     assert len(sessions) == 1, sessions  # round 2 resumed round 1's session on the other worker
+
+
+COSTLY = {"input_tokens": 1000, "output_tokens": 40000}  # $0.603 at Sonnet prices
+
+
+async def test_a_worker_taking_a_run_over_counts_what_the_dead_holder_spent(tmp_path: Path, fleet: Fleet, api: Api,
+                                                                            double_factory: Any,
+                                                                            cli_home: Path) -> None:
+    """A $0.50 cap: w1's first turn costs $0.60 and the cost cap's question waits when w1 is SIGKILLed. w2 takes
+    the run over and its books start at $0.60, not at the launch's $0: it asks again before anything runs."""
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Back: {last_user_text}", "turn": [
+        {"say": "Reading.", "usage": COSTLY, "call": [{"tool": "Read", "input": {"file_path": "notes.md"}}]},
+    ]}))
+    model = {**md.env(cli_home), "ANTHROPIC_MODEL": "claude-sonnet-4-5"}
+    await fleet.start_front()
+    await fleet.start_worker("w1", model_env=model)
+    status, body = await api.post("/api/runs", {"task": "spend", "budget_usd": 0.5})
+    assert status == 201, body
+    run_id = str(body["id"])
+
+    async def budget_question() -> Any:
+        asks = await api.get(f"/api/runs/{run_id}/asks")
+        return next((a for a in asks if a["question"].startswith("Budget reached")), None)
+    first = await api.until("the cost cap's question", budget_question)
+    assert "$0.60" in first["question"] and "$0.50" in first["question"], first
+    await fleet.start_worker("w2", model_env=model)
+    fleet.workers["w1"].kill()
+    await fleet.workers["w1"].proc.wait()
+
+    async def asked_again() -> Any:  # a second "asked" event: w2's own question (on the same card)
+        asked = [e for e in await api.events(run_id) if e["kind"] == "ask" and e["payload"].get("state") == "asked"
+                 and e["text"].startswith("Budget reached")]
+        return await budget_question() if len(asked) >= 2 else None
+    try:
+        again = await api.until("w2 to ask the cost cap's question again", asked_again, timeout=60)
+    except AssertionError:
+        raise AssertionError(f"{[(e['kind'], e['text'][:60]) for e in await api.events(run_id)]}\n"
+                             f"{fleet.logs()}") from None
+    assert "$0.60" in again["question"], again  # w2's books start where w1's stopped
+    assert any(f"worker w2 holds run {run_id}" in line for line in fleet.workers["w2"].lines), fleet.logs()
+    status, body = await api.post(f"/api/runs/{run_id}/answer", {"ask_id": again["id"], "text": "+$5"})
+    assert status == 200 and body["ok"], body
+    assert (await api.ended(run_id))["status"] == "done", fleet.logs()
