@@ -23,7 +23,8 @@ def single_flow(plan: RunPlan) -> Workflow:
     spec = AgentSpec(name="single", system_prompt=SINGLE_RULES, allowed_tools=SINGLE_TOOLS,
                      permission_mode="acceptEdits", channel=channel)
     prompt = plan.task if not plan.waking else (plan.remark or plan.task)
-    return Workflow([Step("work", spec, prompt, resume_prompt=RESUME_PROMPT)], name="single", channel=channel)
+    return Workflow([Step("work", spec, prompt, resume_prompt=RESUME_PROMPT)], name="single", channel=channel,
+                    budget=plan.budget_usd)
 
 
 def flow_factory(name: str) -> RunFactory:

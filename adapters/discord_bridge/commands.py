@@ -1,11 +1,13 @@
-"""`/flower` — run, stop, end, status, runs, follow, unfollow, wake, help — as a discord.py `app_commands.Group`.
+"""`/flower` — run, stop, end, status, runs, follow, unfollow, resume, wake, help — as a discord.py
+`app_commands.Group`.
 
 Every command acknowledges at once (an ephemeral "thinking…" placeholder, well inside Discord's
 3 seconds), does its work, then replaces the placeholder with its answer, which only the caller
 sees. `/flower run` posts the run's starter message in the text channel — it becomes the status
 card — and opens a public thread from it, where the run speaks. `/flower follow run:<id>` does the
 same for a run going elsewhere (another channel, Slack, the web page): the new thread mirrors it, and
-`/flower unfollow` inside that thread ends the mirror.
+`/flower unfollow` inside that thread ends the mirror. `/flower resume run:<id> [text]` opens such a
+thread for a run that is live or has ended and, with text, continues it there (its next round).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from adapters.discord_bridge.reply import Reply
 from adapters.hub import IntentResult, RunOptions
 from adapters.ids import encode
 from adapters.platform.limits import DISCORD
+from adapters.state import RunRecord
 from adapters.surface import ThreadRef
 from adapters.view import fmt
 
@@ -32,6 +35,7 @@ log = logging.getLogger(__name__)
 
 # Plain ints: discord.py reads the Range bounds into the registered command (manifest/discord-commands.json).
 TEXT_MAX, THREAD_TITLE_MAX = DISCORD.command_text_max, DISCORD.thread_title_max
+ENDED_SHOWN = 10  # `/flower runs all:True`: the caller's newest ended runs
 
 HELP = """**flower** runs a long agent task and follows it in a thread.
 • `/flower run task:<what to do>` — starts a run; its status card is posted here and a thread opens under it. \
@@ -42,6 +46,9 @@ any other message goes to the agent's inbox (📨 queued → 📬 delivered); `?
 subagent in flight loses its half-done work). Outside a thread it lists your runs with Stop buttons.
 • `/flower follow run:<id>` shows a run going elsewhere (another channel, Slack, the web page) in a new thread \
 here, where you can answer it too; `/flower unfollow` in that thread ends the mirror.
+• A message in the thread of a run that has ended continues it (its next round, the same conversation). \
+`/flower runs all:True` lists your ended runs too; `/flower resume run:<id> text:<what next>` shows one in a new \
+thread here and, with text, continues it there.
 • `/flower end` ends the run for good · `/flower status` · `/flower runs` · `/flower help`"""
 
 
@@ -139,21 +146,31 @@ class FlowerCommands(app_commands.Group):
             await reply.say(result.message)
 
     @app_commands.command(name="runs", description="The runs of this channel, newest first")
-    async def runs(self, interaction: discord.Interaction[Any]) -> None:
+    @app_commands.rename(ended="all")
+    @app_commands.describe(ended="Also your runs that have ended, in any channel (a message in one's thread "
+                           "continues it)")
+    async def runs(self, interaction: discord.Interaction[Any], ended: bool = False) -> None:
         reply = Reply(interaction)
         reply.ack(thinking=True)
         async with reply.active():
             thread = self.ctx.thread_of(interaction.channel)
             channel = thread.channel if thread is not None else str(getattr(interaction.channel, "id", ""))
-            runs = self.ctx.hub.runs(platform=PLATFORM, channel=channel, live_only=False)[:15]
-            if not runs:
-                await reply.say("No runs in this channel yet. Start one with `/flower run`.")
-                return
             hub = self.ctx.hub
-            lines = [f"• `{r.run_id}` {r.status}{f' (round {r.round})' if r.round > 1 else ''} <#{r.thread.thread}> — "
-                     f"{fmt.one_line(r.task, 70)}"
-                     + (f" (worker {w})" if (w := hub.holder(r.run_id)) else "") for r in runs]
-            await reply.say("Runs in this channel, newest first:\n" + "\n".join(lines))
+            runs = hub.runs(platform=PLATFORM, channel=channel, live_only=False)[:15]
+            text = ("Runs in this channel, newest first:\n" + "\n".join(self._line(r) for r in runs) if runs
+                    else "No runs in this channel yet. Start one with `/flower run`.")
+            if ended:
+                user = self.ctx.note(interaction.user)
+                over = [r for r in hub.runs(user=user, platform=PLATFORM, live_only=False) if not hub.is_live(r.run_id)]
+                text += ("\n**Your runs that have ended** (a message in a run's thread continues it):\n"
+                         + "\n".join(self._line(r) for r in over[:ENDED_SHOWN]) if over
+                         else "\nNo ended runs of yours.")
+            await reply.say(text)
+
+    def _line(self, r: RunRecord) -> str:
+        """One run: id, state and round, a link to its thread, the task, its worker."""
+        return (f"• `{r.run_id}` {r.status}{f' (round {r.round})' if r.round > 1 else ''} <#{r.thread.thread}> — "
+                f"{fmt.one_line(r.task, 70)}" + (f" (worker {w})" if (w := self.ctx.hub.holder(r.run_id)) else ""))
 
     @app_commands.command(name="follow", description="Show a run going elsewhere in a new thread here")
     @app_commands.describe(run="The run's id, e.g. r1a2b3c4d (`/flower runs`, or the run's status card)")
@@ -184,6 +201,39 @@ class FlowerCommands(app_commands.Group):
         result = await hub.follow(run_id, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user)
         await _settle_starter(reply, result, starter, thread,
                               done=f"Following run `{run_id}` in {thread.mention}.", refused="✖️ Not following")
+
+    @app_commands.command(name="resume", description="Show a run in a new thread here and, with text, continue it")
+    @app_commands.describe(run="The run's id (`/flower runs all:True` lists yours)",
+                           text="What the run should do next (empty: only show it here)")
+    async def resume(self, interaction: discord.Interaction[Any], run: app_commands.Range[str, 1, 64],
+                     text: app_commands.Range[str, 1, TEXT_MAX] | None = None) -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            await self._resume(reply, interaction, run.strip(), (text or "").strip())
+
+    async def _resume(self, reply: Reply, interaction: discord.Interaction[Any], run_id: str, text: str) -> None:
+        hub, channel = self.ctx.hub, interaction.channel
+        user = self.ctx.note(interaction.user)
+        if not isinstance(channel, discord.TextChannel):
+            await reply.say("Resume runs from a text channel: the run gets a thread of its own there.")
+            return
+        record, may = hub.run(run_id), hub.resumable(run_id, user)  # checked before anything is posted
+        if record is None or not may.ok:
+            await reply.say(may.message)
+            return
+        try:
+            starter = await channel.send(embed=_following(run_id, record.task, title="↩️ Resuming run"),
+                                         allowed_mentions=NO_MENTIONS)
+            thread = await starter.create_thread(name=fmt.one_line(f"{run_id}: {record.task}", THREAD_TITLE_MAX),
+                                                 auto_archive_duration=1440)
+        except discord.HTTPException as exc:
+            await reply.say(f"I could not open a thread here (Discord said {exc.status}: {exc.text}). I need Send "
+                            "Messages, Create Public Threads and Embed Links in this channel.")
+            return
+        result = await hub.resume(run_id, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user, text)
+        await _settle_starter(reply, result, starter, thread,
+                              done=f"{result.message} {thread.mention}".strip(), refused="✖️ Not resumed")
 
     @app_commands.command(name="unfollow", description="Stop showing a run in this thread (the run goes on)")
     async def unfollow(self, interaction: discord.Interaction[Any]) -> None:
@@ -219,8 +269,8 @@ class FlowerCommands(app_commands.Group):
             await reply.say(HELP)
 
 
-def _following(run_id: str, task: str) -> discord.Embed:
-    return discord.Embed(title=f"👀 Following run {run_id}", description=f"Task: {fmt.one_line(task, 200)}",
+def _following(run_id: str, task: str, *, title: str = "👀 Following run") -> discord.Embed:
+    return discord.Embed(title=f"{title} {run_id}", description=f"Task: {fmt.one_line(task, 200)}",
                          colour=0x3498DB)
 
 

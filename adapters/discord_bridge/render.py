@@ -128,7 +128,9 @@ def context_bar(value: str, width: int = 10) -> str:
     return "▰" * filled + "▱" * (width - filled)
 
 
-TONE_COLOURS = {"warning": 0xE67E22, "danger": 0xE74C3C}  # OutMessage.tone, where the hub sets one
+# OutMessage.tone, where the view sets one (a run's ending sets one on its summary and final status card:
+# adapters/view/endings.py).
+TONE_COLOURS = {"warning": 0xE67E22, "danger": 0xE74C3C, "success": 0x2ECC71, "muted": 0x95A5A6, "info": 0x3498DB}
 
 
 def _colour(msg: OutMessage) -> int | None:

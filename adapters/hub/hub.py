@@ -65,11 +65,11 @@ Verb = Literal["start", "answer", "send", "stop"]
 # front end's own rules. tests/platforms/test_facade.py fails when a platform touches anything else.
 PLATFORM_FACADE = frozenset({
     # intents
-    "start", "answer", "decline", "send", "interrupt", "oracle", "stop", "wake", "continue_run", "follow",
-    "unfollow", "said", "handle_action", "status", "refuse",
+    "start", "answer", "decline", "send", "interrupt", "oracle", "stop", "wake", "continue_run", "resume",
+    "follow", "unfollow", "said", "handle_action", "status", "refuse",
     # questions
     "run", "is_live", "runs", "run_in", "holder", "state", "thread_by_id", "followers", "open_cards",
-    "card_state", "card_by_key", "may", "followable", "seen", "display",
+    "card_state", "card_by_key", "may", "followable", "resumable", "seen", "display",
     # what a platform tells the hub
     "note", "remember_message", "tap", "auto_mirror", "wait",
 })
@@ -105,7 +105,8 @@ class Hub(HubLookups):
         self.restarts = Restarts(self.book, store, self.launcher, self.admission, self.mirrors, self.outboxes,
                                  self.transport, self.view_config, wake_on_start=s.wake_on_start,
                                  refuse=self.refuse, clock=clock)
-        self.rounds = Rounds(self.book, store, self.launcher, self.admission, self.view_config, refuse=self.refuse)
+        self.rounds = Rounds(self.book, store, self.launcher, self.admission, self.view_config, self.access,
+                             refuse=self.refuse)
         self.clock = clock
         self._chores = Chores()
 
@@ -223,6 +224,15 @@ class Hub(HubLookups):
         if record is None:
             return refusal
         return await self.rounds.continue_run(record, text, user, where=where)
+
+    async def resume(self, run_id: str, thread: ThreadRef, user: str, text: str = "") -> IntentResult:
+        """Show a run in one more thread and, with `text`, continue it (see rounds.py)."""
+        return await self.rounds.resume(run_id, thread, user, text, follow=self.follow, send=self.send,
+                                        go_on=self.continue_run)
+
+    def resumable(self, run_id: str, user: str) -> IntentResult:
+        """Whether `user` may resume the run; platforms ask before they open a thread for it."""
+        return self.rounds.resumable(run_id, user)
 
     async def follow(self, run_id: str, thread: ThreadRef, user: str) -> IntentResult:
         """Show a live run in one more thread (see mirrors.py)."""

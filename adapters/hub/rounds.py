@@ -12,6 +12,16 @@ the same cards rule (the lineage's wake count gives the round's cards ids of the
 an old card still says it is settled), the same human channel, oracle, stop and mirrors. The round
 number lives in the run's record, so a round cut off by a restart is woken as that round.
 The hub has checked who may write to the run before anything here runs.
+
+`resume(run_id, thread, user, text)` (`/flower resume` on Slack and Discord) shows a run in one more
+thread, elsewhere, and with words continues it:
+
+    live run     followed there (as `follow` does); the words go to its inbox, as a reply there would
+    ended run    the thread is kept as a mirror first, so the round it starts shows there from its
+                 first line; the words start the next round (a refused round removes the mirror again);
+                 with no words the thread waits there, and a reply in it continues the run
+    asleep run   refused: wake it first
+`resumable` is the same rule asked beforehand, so a platform opens no thread for a refusal.
 """
 
 from __future__ import annotations
@@ -20,16 +30,21 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
+from adapters.access import Access
 from adapters.hub.admission import Admission
 from adapters.hub.book import RunBook
+from adapters.hub.fanout import ALL
 from adapters.hub.launcher import Launcher
 from adapters.hub.results import IntentResult
-from adapters.state import LIVE_STATUSES, RunRecord, RunStatus, StateStore
+from adapters.state import LIVE_STATUSES, Mirror, RunRecord, RunStatus, StateStore
 from adapters.surface import ThreadRef
 from adapters.view import ViewConfig
 from adapters.view import fmt as _fmt
 
 Refuse = Callable[[ThreadRef, str, str, str], Awaitable[IntentResult]]  # (thread, user, reason, run_id)
+Follow = Callable[[str, ThreadRef, str], Awaitable[IntentResult]]  # Hub.follow (run_id, thread, user)
+Send = Callable[..., Awaitable[IntentResult]]  # Hub.send (run_id, text, user, where=thread)
+GoOn = Callable[..., Awaitable[IntentResult]]  # Hub.continue_run (run_id, text, user, where=thread)
 
 
 def has_ended(record: RunRecord) -> bool:
@@ -40,9 +55,9 @@ def has_ended(record: RunRecord) -> bool:
 
 class Rounds:
     def __init__(self, book: RunBook, store: StateStore, launcher: Launcher, admission: Admission,
-                 view: ViewConfig, *, refuse: Refuse) -> None:
+                 view: ViewConfig, access: Access, *, refuse: Refuse) -> None:
         self.book, self.store, self.launcher, self.admission = book, store, launcher, admission
-        self.view, self.refuse = view, refuse
+        self.view, self.access, self.refuse = view, access, refuse
 
     async def continue_run(self, record: RunRecord, text: str, user: str, *,
                            where: ThreadRef | None = None) -> IntentResult:
@@ -72,3 +87,42 @@ class Rounds:
         live.pipe.put(live.view.notice(f"💬 {self.view.who(user)} continued the run, round {n}: "
                                        f"{_fmt.quote(words, 500)}"))
         return IntentResult(True, f"Run {run_id} goes on: round {n}.", run_id)
+
+    def resumable(self, run_id: str, user: str) -> IntentResult:
+        """Whether `user` may resume the run now (seeing it takes what answering it takes; it must be live or
+        ended, not asleep). Nothing is said to anyone."""
+        record = self.store.get_run(run_id)
+        if record is None:
+            return IntentResult(False, f"No run {run_id}.", run_id)
+        decision = self.access.can_answer(record, user)
+        if not decision:
+            return IntentResult(False, f"You cannot resume run {run_id}: {decision.reason}.", run_id)
+        if not self.book.is_live(run_id) and not has_ended(record):
+            return IntentResult(False, f"Run {run_id} was cut off, not finished ({record.status}): wake it first "
+                                "(`/flower wake`).", run_id)
+        return IntentResult(True, "", run_id)
+
+    async def resume(self, run_id: str, thread: ThreadRef, user: str, text: str, *, follow: Follow, send: Send,
+                     go_on: GoOn) -> IntentResult:
+        """Show the run in `thread` (a new one, elsewhere) and, with `text`, continue it; see the docstring."""
+        may = self.resumable(run_id, user)
+        record = self.store.get_run(run_id)
+        if not may.ok or record is None:
+            return await self.refuse(thread, user, may.message, run_id)
+        words = text.strip()
+        if self.book.is_live(run_id):
+            shown = await follow(run_id, thread, user)
+            if not shown.ok or not words:
+                return shown
+            sent = await send(run_id, words, user, where=thread)
+            return IntentResult(sent.ok, f"{shown.message}\n{sent.message}", run_id)
+        if any(m.thread == thread for m in self.store.mirrors_of(run_id)) or thread == record.thread:
+            return await self.refuse(thread, user, f"Run {run_id} is already shown here.", run_id)
+        self.store.add_mirror(Mirror(run_id, thread, ALL, user))  # before the round: it shows here from the start
+        if not words:
+            return IntentResult(True, f"Run {run_id} is shown here. It has ended ({record.status}): a reply in "
+                                f"this thread continues it (round {record.round + 1}).", run_id)
+        went = await go_on(run_id, words, user, where=thread)
+        if not went.ok:
+            self.store.remove_mirror(run_id, thread)  # a refused round leaves nothing behind
+        return went

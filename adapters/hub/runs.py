@@ -23,6 +23,7 @@ from adapters.hub.ledger import CardLedger, card_gen
 from adapters.hub.options import RunOptions
 from adapters.hub.pipe import RunPipe
 from adapters.hub.results import IntentResult
+from adapters.hub.spend import SpendBook
 from adapters.state import StateStore
 from adapters.state.base import RunRecord, RunStatus
 from adapters.transport.base import RunEnd, RunSide, Undelivered
@@ -60,6 +61,7 @@ class LiveRun:
         self.view = pipe.view
         self.store = store
         self.ledger = ledger or CardLedger(record.run_dir)  # a successor shares its predecessor's (one writer)
+        self.spend = SpendBook(record.run_id, store, record.spent_usd)
         self.successor: LiveRun | None = None  # who shows the run after a takeover
         self.waking, self.has_oracle = waking, has_oracle
         self.side: RunSide | None = None
@@ -145,15 +147,10 @@ class LiveRun:
                     self._on_end(self)
 
     def _book(self, end: RunEnd) -> None:
-        """Keep what this process's part of the run cost, and its cap as last raised, in the run's record:
-        the next round (or the wake after a restart) counts them against the cap."""
+        """Keep what the run cost, and its cap as last raised, in its record: the next round (or the wake
+        after a restart) counts them against the cap (spend.py)."""
         card = self.view.status_card
-        spent = max(0.0, end.cost_usd or 0.0) + card.aside_usd
-        record = self.store.get_run(self.run_id)
-        if record is None or (spent <= 0 and card.cap_usd in (None, record.cap_usd)):
-            return
-        self.store.save_run(replace(record, spent_usd=round(record.spent_usd + spent, 6), updated_at=0.0,
-                                    cap_usd=card.cap_usd if card.cap_usd is not None else record.cap_usd))
+        self.spend.ended(end.cost_usd, card.aside_usd, card.cap_usd)
 
     def handed_over(self, holder: str, previous: str) -> None:
         """The run went on on another worker: this view ends quietly and the hub shows the run afresh."""
@@ -181,6 +178,8 @@ class LiveRun:
             elif ev.kind == "system" and p.get("subtype") in _RUN_SIDE_NOTES:
                 self._run_side_note(str(p.get("subtype")), p)
             else:
+                if ev.kind == "system" and p.get("subtype") == "budget":
+                    self.spend.reported(p)  # in the record at once: a kill before the end loses none of it
                 self.pipe.on_event(ev)
             self._set_status(self.view.status_card.state)
         except Exception as exc:

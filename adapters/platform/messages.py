@@ -60,9 +60,10 @@ class Button:
 # receipt: inbox mail acknowledgement; notice: handoff/retry/error/reset lines; oracle: a side answer;
 # summary: the final card.
 KINDS = frozenset({"status", "prose", "ask", "receipt", "notice", "oracle", "summary"})
-# How a message should look where a platform can colour it (Discord embed colour, a Slack attachment
-# bar, a CSS class): "" neutral, "warning" (e.g. a run past 80% of its cost cap), "danger" (at it).
-TONES = frozenset({"", "warning", "danger"})
+# How a message should look where a platform can colour it (Discord embed colour, a Slack mark, a CSS
+# class): "" neutral, "warning" (e.g. a run past 80% of its cost cap), "danger" (at it); how a run ended
+# adds "success", "muted" and "info" (adapters/view/endings.py).
+TONES = frozenset({"", "warning", "danger", "success", "muted", "info"})
 # Inbox mail: queued (the agent reads it at its next check), then delivered (it has read it).
 RECEIPT_STATES = frozenset({"", "queued", "delivered"})
 

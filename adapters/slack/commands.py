@@ -1,4 +1,5 @@
-"""Slash commands: `/flower <task|status|runs [all]|help|follow <run>|unfollow <run>>` and `/stop [message]`.
+"""Slash commands: `/flower <task|status|runs [all]|help|follow <run>|unfollow <run>|resume <run> [words]>` and
+`/stop [message]`.
 
 Quick answers (help, usage, status, lists) travel in the ack itself, which Slack shows to the caller
 alone. Everything else is acked first and answered after through the command's response_url, which
@@ -46,7 +47,8 @@ HELP = (
     "thread) ends it.\n"
     "• `/flower wake <run id>` brings back a run that could not come back by itself after a restart.\n"
     "• A reply in the thread of a run that has ended continues it (its next round, the same conversation); "
-    "`/flower runs all` lists your ended runs too.\n"
+    "`/flower runs all` lists your ended runs too; `/flower resume <run id> [what next]` shows one in a new thread "
+    "here and, with words, continues it there.\n"
     "• `/flower status` · `/flower runs` · `/flower help`"
 )
 
@@ -77,6 +79,12 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ctx.know(user, name)
             mirror = ctx.follow_run if cmd.kind == "follow" else ctx.unfollow_run
             result = await mirror(cmd.text, channel, user)
+            if not ctx.surface.told_recently(user, result.message):
+                await _reply(respond, ctx, channel, user, result.message)
+        elif cmd.kind == "resume":
+            await ack()
+            await ctx.know(user, name)
+            result = await ctx.resume_run(cmd.text, channel, user, cmd.words)
             if not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
         elif cmd.kind == "wake":
@@ -140,7 +148,8 @@ def _line(ctx: SlackContext, r: RunRecord) -> str:
     state = ctx.hub.state(r.run_id)
     if r.round > 1:
         state += f", round {r.round}"
-    return (f"• `{r.run_id}` in <#{r.thread.channel}> — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
+    link = f" ({t})" if r.thread.platform == PLATFORM and (t := ctx.thread_link(r.thread)) else ""
+    return (f"• `{r.run_id}` in <#{r.thread.channel}>{link} — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
             f"(started by {mrkdwn_escape(ctx.hub.display(r.owner))})"
             + (f" · worker `{mrkdwn_escape(w)}`" if (w := ctx.hub.holder(r.run_id)) else ""))
 

@@ -45,7 +45,8 @@ NAME_LOOKUP_S = 3.0  # users.info is waited for this long at most; the card then
 def usage(unknown: str = "") -> str:
     head = f"I don't know `{unknown}`. " if unknown else ""
     return (f"{head}Usage: `/flower <task>` starts a run in this channel · `/flower status` · `/flower runs` · "
-            "`/flower follow <run id>` · `/flower unfollow <run id>` · `/flower help` · "
+            "`/flower follow <run id>` · `/flower unfollow <run id>` · `/flower resume <run id> [words]` · "
+            "`/flower help` · "
             "`/stop [message]` interrupts your run here.")
 
 
@@ -54,6 +55,7 @@ class SlackContext:
         self.surface, self.client = surface, client
         self._hub: Hub | None = None
         self.bot_user_id = ""
+        self.team_url = ""  # the workspace's address (auth.test), for links to threads ("" until connected)
         self.options: RunOptions | None = None  # per-run options every Slack start gets (None: the bot's)
         self._looked_up: LRU[str, bool] = LRU(10_000)
 
@@ -195,6 +197,13 @@ class SlackContext:
                 log.warning("could not remove the root of a refused %s in %s: %s", card.title, channel, exc)
         return result
 
+    def thread_link(self, thread: ThreadRef) -> str:
+        """A mrkdwn link to a thread's root message (Slack opens the thread), or "" before auth.test said where
+        the workspace is."""
+        if not self.team_url or not thread.thread:
+            return ""
+        return f"<{self.team_url.rstrip('/')}/archives/{thread.channel}/p{thread.thread.replace('.', '')}|thread>"
+
     # ---- following a run elsewhere ------------------------------------------------------------------------
     async def follow_run(self, run_id: str, channel: str, user: str) -> IntentResult:
         """Mirror a live run into a new thread of `channel`. Checked first, so a refused person
@@ -209,6 +218,21 @@ class SlackContext:
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(record.task, 200)}",
                           title=f"👀 Following run {run_id}", fields=[("Started by", hub.display(record.owner))])
         return await self._under_new_root(channel, card, lambda thread: hub.follow(run_id, thread, user), run_id)
+
+    async def resume_run(self, run_id: str, channel: str, user: str, words: str) -> IntentResult:
+        """`/flower resume`: show the run in a new thread of `channel` and, with words, continue it there
+        (Hub.resume). Checked first, as a follow is, so a refusal leaves no root behind."""
+        hub = self.hub
+        record = hub.run(run_id)
+        if record is None:
+            return IntentResult(False, f"No run {run_id}. `/flower runs all` lists the runs you can resume.")
+        may = hub.resumable(run_id, user)
+        if not may.ok:
+            return may
+        card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(record.task, 200)}",
+                          title=f"↩️ Resuming run {run_id}", fields=[("Started by", hub.display(record.owner))])
+        return await self._under_new_root(channel, card, lambda thread: hub.resume(run_id, thread, user, words),
+                                          run_id)
 
     async def unfollow_run(self, run_id: str, channel: str, user: str) -> IntentResult:
         """End every thread of `channel` that follows `run_id` (its own thread is not a mirror)."""

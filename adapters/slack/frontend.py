@@ -161,6 +161,7 @@ class SlackFrontend:
             except Exception as exc:
                 raise SlackStartError(f"Slack refused SLACK_BOT_TOKEN at auth.test ({_why(exc)})") from None
             self.ctx.bot_user_id = str(auth.get("user_id") or "")
+            self.ctx.team_url = str(auth.get("url") or "")
             if self.settings.mode == "socket":
                 await self._connect_socket()
             else:

@@ -62,9 +62,10 @@ def text_field(d: Any, *path: str, required: bool = True, null_ok: bool = True) 
 
 @dataclass(frozen=True)
 class FlowerCommand:
-    kind: str  # start | status | runs | help | follow | unfollow | wake | usage
-    text: str = ""  # the task (start), the run id (follow, unfollow, wake) or what was not understood (usage)
+    kind: str  # start | status | runs | help | follow | unfollow | wake | resume | usage
+    text: str = ""  # the task (start), the run id (follow, unfollow, wake, resume) or what was not understood (usage)
     options: dict[str, float] = field(default_factory=dict)  # start: budget_usd, timeout_s, max_asks
+    words: str = ""  # resume: what the run should do next ("" to only show it here)
 
 
 OPTION_NAMES = {"budget": "budget_usd", "timeout": "timeout_s", "asks": "max_asks"}
@@ -101,6 +102,9 @@ def parse_flower(text: str) -> FlowerCommand:
         return FlowerCommand(sub)
     if sub == "runs" and rest.strip().lower() == "all":
         return FlowerCommand("runs", "all")
+    if sub == "resume":  # `resume <run id> [words…]`
+        run_id, _, said = rest.strip().partition(" ")
+        return FlowerCommand("resume", run_id, words=said.strip()) if run_id else FlowerCommand("usage", "")
     if sub in RUN_SUBCOMMANDS and " " not in rest.strip():
         return FlowerCommand(sub, rest.strip()) if rest.strip() else FlowerCommand("usage", "")
     parsed = _leading_options(words)

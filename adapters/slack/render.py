@@ -4,6 +4,7 @@ Layout of every message, top to bottom, each part only when the message has it:
 
 =========  ============================================================================
 header     the title (plain text, ≤150)
+context    a summary's ending: a coloured mark and its label ("🟠 out of budget"; adapters/view/endings.py)
 markdown   the body: agent prose, questions, answers — Slack renders the standard Markdown
 section    the fields, two columns (Step, Context as a bar, Cost, Elapsed, State)
 context    a small grey line: who started the run (status card), or a notice's whole text
@@ -32,6 +33,7 @@ from slack_sdk.models.blocks import (
 from adapters.ids import IdError, decode
 from adapters.platform import SLACK, Button, OutMessage
 from adapters.slack.text import bar, defuse, mrkdwn_escape, plain
+from adapters.view.endings import by_tone
 
 __all__ = ["CONTEXT_MAX", "FALLBACK_MAX", "INTERRUPT_WARNING", "render"]
 
@@ -43,6 +45,8 @@ ACTIONS_MAX = SLACK.actions_max
 FIELDS_MAX = SLACK.fields_max  # per section
 FALLBACK_MAX = SLACK.fallback_max
 SMALL_KINDS = frozenset({"notice", "receipt"})
+# Block Kit has no colours: a summary's tone shows as a coloured mark.
+TONE_MARKS = {"success": "🟢", "danger": "🔴", "warning": "🟠", "muted": "⚪", "info": "🔵"}
 INTERRUPT_WARNING = ("The agent stops at the next message boundary and resumes the same session with your words. "
                      "A subagent in flight loses its unfinished work.")
 
@@ -53,6 +57,8 @@ def render(msg: OutMessage, *, footer: str = "") -> tuple[list[Block], str]:
     blocks: list[Block] = []
     if msg.title:
         blocks.append(HeaderBlock(text=plain(msg.title, HEADER_MAX)))
+    if msg.kind == "summary" and msg.tone in TONE_MARKS and (ending := by_tone(msg.tone)) is not None:
+        blocks.append(_context(f"{TONE_MARKS[msg.tone]} {ending.label}"))
     body = msg.text.strip()
     if body and msg.kind in SMALL_KINDS and len(mrkdwn_escape(body)) <= CONTEXT_MAX:
         blocks.append(_context(body))

@@ -42,6 +42,8 @@ class Held:
     store: Any = None  # the run's fenced session store view (None: the kit has no Redis store)
     parked: bool = False
     seq: int = 0
+    spent_usd: float = 0.0  # the run's budget as it last reported it (its base included): a taker-over starts there
+    spent_dirty: bool = False  # not yet written to the run's hash
     superseded: bool = False  # another holder took over: nothing more goes out from here
     ended: bool = False  # its end is written (the work entry acked)
     settles: asyncio.Queue[tuple[str, Settled]] = field(default_factory=asyncio.Queue)
@@ -75,6 +77,9 @@ class HeldSink:
             self.worker.room_changed()
         elif ev.kind == "step":
             self.step = ev
+        elif ev.kind == "system" and p.get("subtype") == "budget" and isinstance(p.get("total"), int | float):
+            if float(p["total"]) > h.spent_usd:  # kept with the event, so a worker taking the run over counts it
+                h.spent_usd, h.spent_dirty = float(p["total"]), True
         elif ev.kind == "ask" and p.get("kind") != "mail":
             if p.get("state") == "asked":
                 self.asks[str(p.get("id", ""))] = ev

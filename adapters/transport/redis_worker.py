@@ -258,8 +258,9 @@ class RedisWorker:
             log.debug("worker %s: run %s not taken (%s): %s", self.name, run_id, mode, got)
             return
         previous = owner if mode == "claim" else self.name if mode == "resume" else ""
-        if previous:
-            plan = replace(plan, waking=True, remark="")
+        if previous:  # the books go on from what the last holder's budget reported, not from the launch's
+            spent = await persist("take", lambda: self.redis.hget(self.keys.run(run_id), "spent"))
+            plan = replace(plan, waking=True, remark="", spent_usd=max(plan.spent_usd, _number(spent)))
         held = Held(run_id, got.gen, entry_id)
         if (old := self.held.get(run_id)) is not None:
             self._superseded(old, "taken again here")
@@ -344,12 +345,16 @@ class RedisWorker:
         if not todo:
             return
         async with self.redis.pipeline(transaction=False) as pipe:
+            books = {h.run_id: h for _f, h, _e in todo if h.spent_dirty}  # before the events that follow them
+            for h in books.values():
+                pipe.hset(self.keys.run(h.run_id), "spent", repr(h.spent_usd))
+                h.spent_dirty = False
             for fields, h, ending in todo:
                 if ending:
                     await self._f.end(pipe, h.run_id, h.gen, h.entry_id, fields, EVENTS_KEPT, KEEP_ENDED_S)
                 else:
                     await self._f.publish(pipe, h.run_id, h.gen, fields, EVENTS_KEPT)
-            results = await pipe.execute(raise_on_error=False)
+            results = (await pipe.execute(raise_on_error=False))[len(books):]
         for (_fields, h, ending), ok in zip(todo, results, strict=True):
             if isinstance(ok, Exception):
                 log.warning("run %s: a message was not written: %r", h.run_id, ok)
@@ -407,3 +412,11 @@ class RedisWorker:
                     held.run_id, held.gen, i, s.value)):
                 self._superseded(held, "a settle was refused")
                 return
+
+
+def _number(value: object) -> float:
+    """A number kept in a hash field (bytes or str); 0.0 when missing or unreadable."""
+    try:
+        return max(0.0, float(value.decode() if isinstance(value, bytes) else value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0

@@ -219,7 +219,8 @@ class RunView:
             if outcome.cost_usd:
                 self.status_card.cost_usd = outcome.cost_usd
             self._due(self._clock(), out, force_status=True)
-            final = summary.render(f"summary:{self.epoch}", outcome, self.cfg.who)
+            final = summary.render(f"summary:{self.epoch}", outcome, self.cfg.who,
+                                   out_of_budget=self.status_card.out_of_budget)
             c = self.status_card
             extra = ([("Side questions", fmt.money(c.aside_usd))] if c.aside_usd > 0 else []) + (
                 [("Budget", c.budget_text())] if c.cap_usd is not None else [])
@@ -352,6 +353,10 @@ class RunView:
         c.cap_usd = float(cap) if isinstance(cap, int | float) and not isinstance(cap, bool) else None
         self._dirty = True
         phase = p.get("phase")
+        if phase == "stopped":
+            c.out_of_budget = True
+        elif phase == "raised":
+            c.out_of_budget = False
         if phase in ("raised", "stopped", "refused"):
             self._flush_prose(out)
             out.append(notices.budget(self._key("budget"), p))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from adapters.ids import encode
 from adapters.surface import Button, OutMessage
 from adapters.view import fmt
+from adapters.view.endings import ending_of
 
 STATUS_KEY = "status"
 
@@ -51,6 +52,7 @@ class StatusCard:
     cap_usd: float | None = None  # the run's cost cap, once a budget event reported one
     ended_at: float | None = None
     round: int = 1  # 2, 3…: the run was continued after it ended (the title says so)
+    out_of_budget: bool = False  # its cost cap stopped it (the budget's "stopped" event): how it ends
     tools: deque[str] = field(default_factory=lambda: deque(maxlen=3))
 
     def step_text(self) -> str:
@@ -118,5 +120,6 @@ def render(card: StatusCard, now: float) -> OutMessage:
         ]
     elif card.state == "died":  # it could not come back by itself: a person may try again
         buttons = [Button("Wake", encode("wake", card.run_id), "primary")]
+    tone = ending_of(card.state, out_of_budget=card.out_of_budget).tone if card.state in FINAL_STATES else card.tone()
     return OutMessage(STATUS_KEY, "status", "\n".join(lines), title=title, fields=fields, buttons=buttons,
-                      replace=True, tone=card.tone())
+                      replace=True, tone=tone)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from adapters.surface import OutMessage
 from adapters.view import fmt
+from adapters.view.endings import ending_of
 
 RESULT_MAX = 2500  # the full text is in the workspace; the thread gets the gist
 
@@ -24,12 +25,13 @@ class RunOutcome:
     steps: int = 0
 
 
-TITLES = {"done": "✅ Finished", "failed": "❌ Failed", "stopped": "⏹️ Stopped", "died": "💤 Stopped by a bot restart"}
-
-
-def render(key: str, out: RunOutcome, who: fmt.Who = fmt.plain_who) -> OutMessage:
-    title = TITLES.get(out.state, out.state)
-    if out.state == "failed" and out.failed_at:
+def render(key: str, out: RunOutcome, who: fmt.Who = fmt.plain_who, *, out_of_budget: bool = False) -> OutMessage:
+    """`out_of_budget`: the run's cost cap stopped it (its tone and title say so: endings.py)."""
+    ending = ending_of(out.state, out_of_budget=out_of_budget)
+    title = f"{ending.icon} {ending.title}"
+    if ending.name == "ended":
+        title += f" ({out.state})"
+    if out.state == "failed" and out.failed_at and ending.name == "failed":
         title += f" at step {out.failed_at}"
     if out.state == "stopped" and out.by:
         title += f" by {who(out.by)}"
@@ -46,4 +48,4 @@ def render(key: str, out: RunOutcome, who: fmt.Who = fmt.plain_who) -> OutMessag
     if not lines:
         lines.append("(no result text)")
     return OutMessage(key, "summary", "\n\n".join(lines), title=title, fields=fields, important=True,
-                      replace=True)
+                      replace=True, tone=ending.tone)

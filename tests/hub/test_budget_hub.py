@@ -82,7 +82,7 @@ async def test_a_side_question_over_the_cap_pauses_the_run_and_plus_20_resumes_i
     assert summary.title == "✅ Finished" and fields(summary)["Side questions"] == "$0.6030"
     assert fields(summary)["Budget"].startswith("$0.6") and "/ $20.50" in fields(summary)["Budget"]
     final = _status(surface, lambda m: True)
-    assert final is not None and final.tone == "" and not final.buttons
+    assert final is not None and final.tone == "success" and not final.buttons  # the ending's tone, not the cap's
 
 
 async def test_a_budget_of_zero_is_refused_before_the_run_starts(double_factory: Any, cli_home: Path,

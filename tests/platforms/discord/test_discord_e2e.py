@@ -133,6 +133,7 @@ async def test_run_asks_answers_inbox_oracle_stop_summary(double_factory: Any, c
     assert "also count bytes" in main[4].last_tool_result and "psst" not in json.dumps([r.body for r in main])
     assert "use tabs" in main[-1].last_user_text and main[-1].first_user_text == main[0].first_user_text
     assert summary["embeds"][0]["title"] == "✅ Finished" and "Heard:" in d.text(summary)
+    assert summary["embeds"][0]["color"] == 0x2ECC71  # the ending's tone: green
     final = d.messages[thread]
     assert final["embeds"][0]["title"].startswith("✅ Done") and not final["components"]
     prose = [msg["content"] for msg in d.bot_messages(thread) if msg["content"] and not msg["embeds"]]
@@ -205,6 +206,7 @@ async def test_runs_list_stop_buttons_and_the_stop_form(double_factory: Any, cli
         await stop_bot(bridge, hub)
     summary = message_with(d, thread, "Stopped by Alice")
     assert summary is not None and summary["embeds"][0]["title"] == "⏹️ Stopped by Alice"
+    assert summary["embeds"][0]["color"] == 0x95A5A6  # the ending's tone: grey
     closed = message_with(d, thread, "Proceed?")
     assert closed is not None and closed["embeds"][0]["title"].startswith("✖️ Closed") and not closed["components"]
     assert d.messages[thread]["embeds"][0]["title"].startswith("⏹️ Stopped") and not d.messages[thread]["components"]

@@ -187,6 +187,7 @@ async def test_runs_all_lists_the_callers_ended_runs_with_their_round(tmp_path: 
         text = listed["text"]
         assert "r00000001" in text and "done, round 3" in text and "r00000002" in text and "failed" in text
         assert text.index("r00000002") < text.index("r00000001")  # newest first
+        assert f"<https://double.slack.test/archives/{C1}/p1000000|thread>" in text  # a link to each run's thread
         assert "r00000003" not in text  # someone else's
         nothing = await double.slash("/flower", "runs all", user="UCAROL", channel=C1)
         assert nothing is not None and "No ended runs of yours." in nothing["text"]

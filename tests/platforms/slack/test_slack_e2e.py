@@ -113,6 +113,8 @@ async def test_a_run_in_a_channel_thread_from_start_to_summary(double_factory: A
 
         summary = await double.wait_for(lambda d: d.find(C1, root.ts, lambda m: m.header() == "✅ Finished"))
         assert summary is not None and root_of(double).header().startswith("✅ Done")
+        assert next(e["text"] for b in summary.blocks if b["type"] == "context" for e in b["elements"]) == \
+            "🟢 finished"  # the ending's mark under the header
         assert any(f.startswith("*Context*\n") and "░" in f for f in root_of(double).fields())  # a bar
         assert not root_of(double).buttons()
         main = md.model_requests("main")

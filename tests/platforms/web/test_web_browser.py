@@ -27,7 +27,8 @@ import pytest
 from adapters.hub import default_factory
 from adapters.state import MemoryStateStore
 from adapters.surface import OutMessage
-from adapters.view import ViewConfig
+from adapters.view import RunOutcome, ViewConfig
+from adapters.view import summary as summaries
 from adapters.web import WebFrontend
 from tests.support.hub_support import hub_of, make_hub
 
@@ -273,6 +274,23 @@ async def test_a_demo_run_in_the_page_from_start_to_summary(browser: Page, doubl
         assert shown == [*stored, note]
         assert await page.js(f"document.querySelector('li.msg[data-id={note}]').textContent") == \
             "Back after a restart <script>"  # agent text stays text
+
+        # Each ending has a card of its own colour (the view's summaries, as a run's end posts them).
+        endings = {"failed": (RunOutcome("failed", error="boom", failed_at="work"), False),
+                   "budget": (RunOutcome("failed", error="stopped at the cost cap"), True),
+                   "stopped": (RunOutcome("stopped", by="web"), False), "ended": (RunOutcome("exploded"), False)}
+        for name, (outcome, spent) in endings.items():
+            await later.surface.post(store.get_run(run).thread,  # type: ignore[union-attr]
+                                     summaries.render(f"summary:{name}", outcome, out_of_budget=spent))
+        await page.until("document.querySelectorAll('li.msg.summary').length === 5")
+        colours = await page.js("[...document.querySelectorAll('li.msg.summary')].map(li => [li.className, "
+                                "getComputedStyle(li).backgroundColor])")
+        assert [c for c, _ in colours] == ["msg summary tone-success", "msg summary tone-danger",
+                                           "msg summary tone-warning", "msg summary tone-muted",
+                                           "msg summary tone-info"], colours
+        assert len({bg for _, bg in colours}) == 5, colours  # five endings, five colours
+        done, failed = (tuple(int(x) for x in bg[bg.index("(") + 1:-1].split(",")[:3]) for _, bg in colours[:2])
+        assert done[1] > done[0] and failed[0] > failed[1], colours  # green for done, red for failed
 
         # At a phone's width the page still fits: nothing wider than the screen.
         await page.send("Emulation.setDeviceMetricsOverride", width=390, height=844, deviceScaleFactor=2, mobile=True)
