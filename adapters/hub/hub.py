@@ -71,7 +71,7 @@ PLATFORM_FACADE = frozenset({
     "follow", "unfollow", "said", "handle_action", "status", "refuse",
     # questions
     "run", "is_live", "runs", "run_in", "holder", "state", "thread_by_id", "followers", "open_cards",
-    "card_state", "card_by_key", "may", "followable", "seen", "display",
+    "card_state", "card_by_key", "may", "followable", "seen", "display", "upload_limits",
     # what a platform tells the hub
     "note", "remember_message", "tap", "auto_mirror", "wait",
 })

@@ -416,9 +416,56 @@ async function onStopClosed() {
   else if (choice === "end") said(await api(`/api/runs/${run}/end`, {}));
 }
 
+// Files waiting in the message box (the paperclip, or dropped on it); Send uploads them with the words.
+const staged = [];
+
+function renderStaged() {
+  const list = $("staged");
+  list.replaceChildren(...staged.map((f, i) => {
+    const li = el("li", "chip", `📎 ${f.name} (${Math.max(1, Math.round(f.size / 1024))} KB)`);
+    const x = el("button", "chip-x", "✕");
+    x.type = "button";
+    x.title = `Do not attach ${f.name}`;
+    x.addEventListener("click", () => { staged.splice(i, 1); renderStaged(); });
+    li.append(x);
+    return li;
+  }));
+  list.hidden = staged.length === 0;
+}
+
+function stage(files) {
+  for (const f of files) staged.push(f);
+  renderStaged();
+}
+
+async function upload(run, text) {
+  const body = new FormData();
+  for (const f of staged) body.append("file", f, f.name);
+  if (text) body.append("text", text);
+  let data;
+  try {
+    const r = await fetch(`/api/runs/${run}/files`, { method: "POST", body });
+    try { data = await r.json(); } catch (_) { data = { ok: false, error: `HTTP ${r.status}` }; }
+  } catch (err) {
+    data = { ok: false, error: "The server is not reachable; try again in a moment." };
+  }
+  if (data.ok) {
+    staged.length = 0;
+    renderStaged();
+    data.message = `Attached ${data.files.map((f) => f.path).join(", ")}.`;
+  }
+  return data;
+}
+
 async function onSay(oracle) {
   const box = $("say");
   const text = box.value.trim();
+  if (!oracle && staged.length && state.selected) {
+    const result = await upload(state.selected, text);
+    if (result.ok) box.value = "";
+    said(result);
+    return;
+  }
   if (!text || !state.selected) { box.focus(); return; }
   const run = state.selected;
   const ended = isEnded(state.runs.get(run));
@@ -454,6 +501,16 @@ function init() {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); onSay(false); }
   });
   $("ask-oracle").addEventListener("click", () => onSay(true));
+  $("attach").addEventListener("click", () => $("file-input").click());
+  $("file-input").addEventListener("change", (e) => { stage(e.target.files); e.target.value = ""; });
+  const composer = $("composer");
+  composer.addEventListener("dragover", (e) => { e.preventDefault(); composer.classList.add("dropping"); });
+  composer.addEventListener("dragleave", () => composer.classList.remove("dropping"));
+  composer.addEventListener("drop", (e) => {
+    e.preventDefault();
+    composer.classList.remove("dropping");
+    if (e.dataTransfer && e.dataTransfer.files.length) stage(e.dataTransfer.files);
+  });
   $("stop-dialog").addEventListener("close", onStopClosed);
   $("toggle-runs").addEventListener("click", () => document.body.classList.toggle("runs-open"));
   const m = /^#run=([A-Za-z0-9_-]+)$/.exec(location.hash);
