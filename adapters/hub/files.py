@@ -56,12 +56,18 @@ class UploadRefused(Exception):
 
 @dataclass(frozen=True)
 class Incoming:
-    """One file as a platform fetched it. `data` None: it could not be read, and `problem` says why."""
+    """One file as a platform fetched it. `data` None: it was not read — `size` says it is too big (as the
+    platform announced it, or as far as the download got before it stopped), else `problem` says why."""
 
     name: str
     data: bytes | None
     content_type: str = ""
     problem: str = ""
+    size: int = -1
+
+    @property
+    def length(self) -> int:
+        return len(self.data) if self.data is not None else self.size
 
 
 @dataclass(frozen=True)
@@ -132,13 +138,14 @@ def check(files: Sequence[Incoming], limits: UploadLimits, used: int) -> None:
     for f in files:
         what = shown_name(f.name)
         safe_name(f.name)
+        if f.length > limits.max_file_bytes:
+            size = f"is {human_size(f.length)}," if f.data is not None else "is"  # (a download cut short)
+            raise UploadRefused(f"{what} {size} over the {human_size(limits.max_file_bytes)} limit for one file; "
+                                "nothing was saved", too_large=True)
         if f.data is None:
             raise UploadRefused(f"{what} could not be read: {f.problem or 'no content'}; nothing was saved")
         if not f.data:
             raise UploadRefused(f"{what} is empty (0 bytes); nothing was saved")
-        if len(f.data) > limits.max_file_bytes:
-            raise UploadRefused(f"{what} is {human_size(len(f.data))}, over the {human_size(limits.max_file_bytes)} "
-                                "limit for one file; nothing was saved", too_large=True)
         total += len(f.data)
     if used + total > limits.max_run_bytes:
         raise UploadRefused(f"this run's inbox holds {human_size(used)}; {human_size(total)} more would pass its "

@@ -33,7 +33,7 @@ def test_the_manifest_declares_what_the_bridge_needs() -> None:
     m = manifest()
     scopes = set(m["oauth_config"]["scopes"]["bot"])
     assert {"chat:write", "commands", "app_mentions:read", "channels:history", "groups:history", "reactions:write",
-            "im:write", "users:read", "assistant:write"} <= scopes
+            "im:write", "users:read", "assistant:write", "files:read"} <= scopes
     assert {c["command"] for c in m["features"]["slash_commands"]} == {"/flower", "/stop"}
     assert all(not c["should_escape"] and len(c["description"]) <= 100 for c in m["features"]["slash_commands"])
     shortcuts = m["features"]["shortcuts"]

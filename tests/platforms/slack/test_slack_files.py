@@ -1,0 +1,78 @@
+"""Files shared in a run's Slack thread: the real AsyncApp + Socket Mode against the Slack double (which
+serves `url_private_download` to the bot token only), the real SDK + CLI against the model double."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from adapters.hub import UploadLimits
+from adapters.slack.files import SharedFile, SlackFiles
+from tests.conftest import scenario_of
+from tests.support.hub_support import INBOX, ask_call
+from tests.support.slack_double import BOT_TOKEN, SlackDouble
+from tests.support.slack_support import C1, card, root_of, slack_bot
+
+
+def every_file(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+async def test_a_shared_file_reaches_the_workspace_and_the_models_inbox_and_bad_ones_save_nothing(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Done.", "turn": [
+        {"say": "Send me the log.", "call": [ask_call("Ready?", ["yes"])]},
+        {"say": "Reading.", "call": [{"tool": INBOX, "input": {}}]},
+        {"say": "Inbox: {last_tool_result}"},
+    ]}))
+    async with SlackDouble(names={"UANA": "ana"}) as double, \
+            slack_bot(tmp_path, md, cli_home, double, uploads=UploadLimits(max_file_bytes=4096)) as bot:
+        assert await double.slash("/flower", "read my log", user="UANA", channel=C1) is None
+        q1 = await double.wait_for(lambda d: d.roots(C1) and card(d, C1, root_of(d).ts, "Ready?"))
+        root = root_of(double).ts
+        run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root))
+        assert run is not None
+        record = bot.hub.run(run)
+        assert record is not None
+        workspace = Path(record.workspace)
+
+        # Refused, each with a line to the person and nothing written: too big (as Slack announces it, and
+        # as the download turns out), empty, a traversal name, and a link that redirects to another host.
+        before = every_file(workspace)
+        bad = [
+            ([double.share_file("huge.bin", b"x" * 5000)], "over the 4.0 KB limit"),
+            ([double.share_file("liar.bin", b"x" * 5000, size=10)], "over the 4.0 KB limit"),
+            ([double.share_file("ok.txt", b"fine"), double.share_file("empty.txt", b"")], "empty"),
+            ([double.share_file("../../escape.txt", b"x")], "outside the inbox"),
+            ([double.share_file("moved.txt", b"x", moved_elsewhere=True)], "redirected to another host"),
+        ]
+        for n, (files, words) in enumerate(bad, start=1):
+            await double.say(C1, "here", user="UANA", thread_ts=root, files=files)
+            told = await double.wait_for(lambda d, n=n: len(d.ephemerals_for("UANA")) >= n and d.ephemerals_for("UANA"))
+            assert words in told[n - 1], (words, told)
+        assert every_file(workspace) == before and not list(tmp_path.rglob("escape.txt"))
+        # The token went to the double's own download links only; none was sent for the announced-too-big file.
+        assert all(auth == f"Bearer {BOT_TOKEN}" for _, auth in double.downloads)
+        assert not any("huge.bin" in path for path, _ in double.downloads)
+
+        # A good file: downloaded with the token, saved, one mail with a receipt on the person's message.
+        log = double.share_file("error.log", b"Traceback: boom\n" * 100, "text/plain")
+        msg = await double.say(C1, "the trace", user="UANA", thread_ts=root, files=[log])
+        await double.wait_for(lambda d: d.reactions.get((C1, msg.ts)))
+        assert (workspace / "inbox" / "error.log").read_bytes() == b"Traceback: boom\n" * 100
+
+        await double.click(q1, "yes", user="UANA")
+        await bot.hub.wait(run)
+        read = md.model_requests("main")[2].last_tool_result
+        assert "📎 ana attached inbox/error.log (1.6 KB, text/plain)" in read and "the trace" in read
+
+
+async def test_the_token_goes_only_to_slack_or_the_configured_api() -> None:
+    files = SlackFiles("xoxb-secret", "http://127.0.0.1:9/api/")
+    assert files.trusted("https://files.slack.com/files-pri/T1-F1/download/x.txt")
+    assert files.trusted("http://127.0.0.1:9/files-pri/F1/x")
+    for url in ("http://files.slack.com/x", "https://evil.example/x", "https://slack.com.evil.example/x",
+                "https://notslack.com/x", "ftp://files.slack.com/x", "http://127.0.0.2:9/x", ""):
+        assert not files.trusted(url), url
+    got = await files.fetch(SharedFile("F1", "a.txt", "text/plain", 5, "https://evil.example/a.txt"), 100)
+    assert got.data is None and "away from Slack" in got.problem
