@@ -75,6 +75,8 @@ class DiscordDouble(InteractionRoutes):
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
         self.dms_closed: set[int] = set()
+        self.files: dict[int, bytes] = {}  # attachment id -> the bytes its CDN link serves
+        self.fetched: list[str] = []  # paths of attachment downloads, in order
         self._echoes: set[asyncio.Task[None]] = set()  # people who accept no direct messages from the bot
         self.gateway = Gateway(token=TOKEN, ready=self._ready, guild_create=self._guild_create,
                                on_change=self._changed, heartbeat_ms=heartbeat_ms)
@@ -109,6 +111,7 @@ class DiscordDouble(InteractionRoutes):
         app = web.Application()
         app.router.add_get("/gateway", self.gateway.handle)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.router.add_get("/attachments/{channel}/{aid}/{name}", self._attachment)  # the CDN
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -189,8 +192,27 @@ class DiscordDouble(InteractionRoutes):
         """The same INTERACTION_CREATE once more (a duplicate delivery)."""
         await self.gateway.dispatch("INTERACTION_CREATE", ix.payload)
 
-    async def say(self, person: Person, channel_id: int, content: str, *, reply_to: int | None = None) -> int:
-        """`person` writes a message (a reply when reply_to is given); its id."""
+    def attachment(self, channel_id: int, filename: str, data: bytes, content_type: str = "text/plain", *,
+                   size: int | None = None) -> dict[str, Any]:
+        """An attachment object as a message carries it; its CDN link serves `data`. `size`: what Discord
+        announces (default: the real one)."""
+        aid = snowflake()
+        self.files[aid] = data
+        url = f"http://127.0.0.1:{self.port}/attachments/{channel_id}/{aid}/{filename.replace('/', '%2F')}"
+        return {"id": str(aid), "filename": filename, "size": len(data) if size is None else size, "url": url,
+                "proxy_url": url, "content_type": content_type}
+
+    async def _attachment(self, request: web.Request) -> web.Response:
+        self.fetched.append(request.path)
+        data = self.files.get(int(request.match_info["aid"]))
+        if data is None:
+            return web.Response(status=404, text="gone")
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    async def say(self, person: Person, channel_id: int, content: str, *, reply_to: int | None = None,
+                  attachments: list[dict[str, Any]] | None = None) -> int:
+        """`person` writes a message (a reply when reply_to is given; with `attachments` from
+        `attachment()`); its id."""
         mid = snowflake()
         ref = referenced = None
         if reply_to is not None:
@@ -199,6 +221,7 @@ class DiscordDouble(InteractionRoutes):
             referenced = self.messages.get(reply_to)
         msg = pl.message(mid, channel_id, self.guild_id, person.user(), {"content": content},
                          member=person.member(with_user=False), reference=ref, referenced=referenced)
+        msg["attachments"] = list(attachments or [])
         self.messages[mid] = msg
         await self.gateway.dispatch("MESSAGE_CREATE", msg)
         return mid
