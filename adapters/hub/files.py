@@ -33,6 +33,7 @@ from adapters.hub.rounds import has_ended
 from adapters.hub.settings import UploadLimits
 from adapters.state import RunRecord
 from adapters.surface import ThreadRef
+from adapters.view.shares import human_size
 
 if TYPE_CHECKING:
     from adapters.hub.hub import Hub
@@ -115,18 +116,6 @@ def shown_name(raw: str) -> str:
     """A name as a refusal quotes it (printable, short)."""
     clean = "".join(c if c.isprintable() else "?" for c in raw)
     return repr(clean[:80])
-
-
-def human_size(n: int) -> str:
-    """12700 -> "12.4 KB"; whole bytes below a kilobyte."""
-    if n < 1024:
-        return f"{n} B"
-    size, unit = n / 1024, "KB"
-    for bigger in ("MB", "GB"):
-        if size < 1024:
-            break
-        size, unit = size / 1024, bigger
-    return f"{size:.1f} {unit}"
 
 
 def check(files: Sequence[Incoming], limits: UploadLimits, used: int) -> None:

@@ -174,7 +174,7 @@ class LiveRun:
                     self.view.on_event(ev)  # the card learns the step; the thread needs no step lines again
                     return
                 self._restoring = ev.kind == "ask" or (ev.kind == "system" and p.get("subtype") != "parked")
-            if ev.kind == "ask" and p.get("kind") != "mail":
+            if ev.kind == "ask" and p.get("kind") not in ("mail", "share"):  # questions: cards
                 if p.get("state") == "cancelled" and self._stop_reason == "shutdown":
                     return  # the bot is going away: the card stays open, answerable after the restart
                 self._ask_event(ev, p)
