@@ -1,4 +1,6 @@
-"""Attachments of a person's message in a run's thread: fetched with discord.py, handed to the hub.
+"""Files both ways on Discord: attachments people send into a run's thread, and files the agent shares.
+
+In:
 
     MESSAGE_CREATE attachments[] (discord.py `Attachment`: filename, size, content_type, url)
         │  one over the run's per-file limit is refused from its announced size, never fetched
@@ -9,21 +11,32 @@
 
 A download that fails becomes an `Incoming` with its problem, so the hub refuses the whole message with
 one clear line and saves nothing.
+
+Out: a message with an attachment (the agent's `share`) goes out as a `discord.File` with the message, if
+it fits the server's upload limit (`Guild.filesize_limit`, 10 MiB without boosts); one that does not, or
+that is gone from the disk, is posted as the text alone, which names it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
 import logging
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import aiohttp
 import discord
 
 from adapters.hub import Incoming
+from adapters.platform import OutMessage
 
-__all__ = ["fetch_all"]
+__all__ = ["UPLOAD_MAX", "fetch_all", "file_for"]
 
 log = logging.getLogger(__name__)
+
+UPLOAD_MAX = 10 * 1024 * 1024  # a server without boosts; a guild says its own (filesize_limit)
 
 
 async def fetch(att: discord.Attachment, max_bytes: int) -> Incoming:
@@ -44,3 +57,22 @@ async def fetch(att: discord.Attachment, max_bytes: int) -> Incoming:
 
 async def fetch_all(attachments: Sequence[discord.Attachment], max_bytes: int) -> list[Incoming]:
     return [await fetch(a, max_bytes) for a in attachments]
+
+
+async def file_for(msg: OutMessage, channel: Any) -> discord.File | None:
+    """The message's attachment as a `discord.File`, when it fits the channel's server (None: text only)."""
+    att = msg.attachment
+    if att is None:
+        return None
+    guild = getattr(channel, "guild", None)
+    limit = int(getattr(guild, "filesize_limit", 0) or UPLOAD_MAX)
+    if att.size > limit:
+        log.info("discord: %s (%d bytes) is over this server's %d byte upload limit; posting its name", att.name,
+                 att.size, limit)
+        return None
+    try:
+        data = await asyncio.to_thread(Path(att.path).read_bytes)
+    except OSError as exc:
+        log.warning("discord: cannot read the shared file %s: %s", att.rel or att.name, exc)
+        return None
+    return discord.File(io.BytesIO(data), filename=att.name)

@@ -1,4 +1,6 @@
-"""Files shared in a run's thread: read from the message event, downloaded with the bot token.
+"""Files both ways in Slack: those people share in a run's thread, and those the agent shares back.
+
+In:
 
     message event (subtype file_share) ── files[]: id, name, mimetype, size, url_private_download
         │  read_files: each entry checked (strings where Slack sends strings), never coerced
@@ -12,12 +14,20 @@
 
 A file that cannot be fetched becomes an `Incoming` with its problem, so the hub refuses the whole
 message with one clear line and saves nothing.
+
+Out: a message with an attachment (the agent's `share`) is uploaded with slack-sdk's `files_upload_v2`
+(files.getUploadURLExternal → the bytes to the upload URL → files.completeUploadExternal into the
+thread, its text as the `initial_comment`). A file gone from the disk, or over Slack's size limit, is
+posted as the text alone, which names it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
@@ -25,13 +35,20 @@ import aiohttp
 from yarl import URL
 
 from adapters.hub import Incoming, IntentResult
+from adapters.platform import OutMessage
 from adapters.slack.inbound import PayloadError, text_field
+from adapters.slack.text import defuse
 from adapters.surface import ThreadRef
 
 if TYPE_CHECKING:
+    from slack_sdk.web.async_client import AsyncWebClient
+
     from adapters.slack.context import SlackContext
 
-__all__ = ["SLACK_HOSTS", "SharedFile", "SlackFiles", "attach_shared", "read_files"]
+Call = Callable[[str, Awaitable[Any]], Awaitable[Any]]  # the surface's counted slack_call
+
+__all__ = ["FILE_ID", "SLACK_HOSTS", "UPLOAD_MAX", "SharedFile", "SlackFiles", "attach_shared", "post_file",
+           "read_files"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +56,8 @@ SLACK_HOSTS = ("slack.com", "slack-gov.com")  # Slack's own download hosts end w
 MAX_REDIRECTS = 3
 CHUNK = 64 * 1024
 FETCH_S = 60.0
+UPLOAD_MAX = 1024 ** 3  # Slack takes files up to 1 GB
+FILE_ID = "file:"  # the message id of an uploaded file (never edited)
 
 
 @dataclass(frozen=True)
@@ -138,3 +157,21 @@ async def attach_shared(ctx: SlackContext, thread: ThreadRef, user: str, text: s
     limit = ctx.hub.upload_limits(run_id, thread).max_file_bytes
     incoming = [await ctx.files.fetch(f, limit) for f in shared]
     return await ctx.hub.attach(run_id, incoming, text, user, origin=ts, where=thread)
+
+
+async def post_file(call: Call, client: AsyncWebClient, thread: ThreadRef, msg: OutMessage) -> str | None:
+    """Upload the message's file into the thread with its text; None when it cannot be (post the text)."""
+    att = msg.attachment
+    if att is None or att.size > UPLOAD_MAX:
+        return None
+    try:
+        data = await asyncio.to_thread(Path(att.path).read_bytes)
+    except OSError as exc:
+        log.warning("slack: cannot read the shared file %s: %s", att.rel or att.name, exc)
+        return None
+    resp = await call("files.completeUploadExternal", client.files_upload_v2(
+        file=data, filename=att.name, title=att.name, channel=thread.channel, thread_ts=thread.thread or None,
+        initial_comment=defuse(msg.text)))
+    files = resp.get("files") or []
+    fid = files[0].get("id") if files and isinstance(files[0], dict) else ""
+    return FILE_ID + str(fid or att.name)

@@ -318,8 +318,15 @@ class DiscordDouble(InteractionRoutes):
     # ---- REST ------------------------------------------------------------------------------------
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["tail"]
-        raw = await request.read()
-        body: Any = json.loads(raw) if raw and request.content_type == "application/json" else None
+        body: Any = None
+        if request.content_type.startswith("multipart/"):  # a message with files: payload_json + files[n]
+            form = await request.post()
+            body = json.loads(str(form.get("payload_json") or "{}"))
+            request["uploads"] = [(v.filename, v.file.read()) for k, v in form.items()
+                                  if k.startswith("files[") and isinstance(v, web.FileField)]
+        else:
+            raw = await request.read()
+            body = json.loads(raw) if raw and request.content_type == "application/json" else None
         call = Call(request.method, path, dict(request.query), body)
         self.calls.append(call)
         try:
@@ -389,6 +396,8 @@ class DiscordDouble(InteractionRoutes):
         guild = self.guild_id if channel["type"] != 1 else None
         msg = pl.message(mid, int(channel["id"]), guild, self.bot.user(), body,
                          member=self.bot.member(with_user=False) if guild else None)
+        msg["attachments"] = [self.attachment(int(channel["id"]), name, data, "application/octet-stream")
+                              for name, data in request.get("uploads", [])]
         self.messages[mid] = msg
         self.allowed_mentions[mid] = body.get("allowed_mentions")
         self._echo("MESSAGE_CREATE", msg)

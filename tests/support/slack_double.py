@@ -105,6 +105,8 @@ class SlackDouble:
         self.connections = 0
         self.shared: dict[str, bytes] = {}  # file id -> the bytes its download link serves
         self.downloads: list[tuple[str, str]] = []  # (path, Authorization header) of every file download
+        self.pending_uploads: dict[str, dict[str, Any]] = {}  # file id -> its getUploadURLExternal args (+ bytes)
+        self.uploads: list[dict[str, Any]] = []  # completed uploads: name, data, channel, thread_ts, comment
         self._faults: dict[str, list[Fault]] = {}
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
@@ -123,6 +125,7 @@ class SlackDouble:
         app.router.add_post("/respond/{n}", self._respond)
         app.router.add_get("/files-pri/{fid}/{name}", self._download)
         app.router.add_get("/files-moved/{fid}/{name}", self._moved)
+        app.router.add_post("/upload/{fid}", self._upload)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -350,6 +353,41 @@ class SlackDouble:
         self.downloads.append((request.path, request.headers.get("Authorization", "")))
         self._touch()
         raise web.HTTPFound(f"http://files.elsewhere.invalid/steal/{request.match_info['fid']}")
+
+    # ---- files the bot uploads (files_upload_v2) ----------------------------------------------------
+    def _m_files_getUploadURLExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        name, length = args.get("filename"), args.get("length")
+        if not name or not str(length or "").isdigit():
+            return {"ok": False, "error": "invalid_arguments"}
+        fid = f"F{next(self._ids):06d}"
+        self.pending_uploads[fid] = {"name": str(name), "length": int(str(length)), "data": None}
+        return {"ok": True, "upload_url": f"http://127.0.0.1:{self.port}/upload/{fid}", "file_id": fid}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        pending = self.pending_uploads.get(request.match_info["fid"])
+        if pending is None:
+            return web.Response(status=404, text="no such upload")
+        pending["data"] = await request.read()
+        self._touch()
+        return web.Response(text=f"OK - {len(pending['data'])}")
+
+    def _m_files_completeUploadExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        files = self._json_arg(args, "files")
+        if not isinstance(files, list) or not files:
+            return {"ok": False, "error": "invalid_arguments"}
+        channel, thread_ts = str(args.get("channel_id") or ""), str(args.get("thread_ts") or "")
+        if thread_ts and (channel, thread_ts) in self.messages and self.messages[(channel, thread_ts)].thread_ts:
+            return {"ok": False, "error": "invalid_thread_ts"}  # thread_ts must be the parent's, never a reply's
+        done = []
+        for f in files:
+            pending = self.pending_uploads.pop(str(f.get("id")), None)
+            if pending is None or pending["data"] is None or len(pending["data"]) != pending["length"]:
+                return {"ok": False, "error": "file_upload_not_completed"}
+            self.uploads.append({"id": f["id"], "name": pending["name"], "title": f.get("title"),
+                                 "data": pending["data"], "channel": channel, "thread_ts": thread_ts,
+                                 "comment": str(args.get("initial_comment") or "")})
+            done.append({"id": f["id"], "title": f.get("title") or pending["name"]})
+        return {"ok": True, "files": done}
 
     async def _respond(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -78,3 +78,36 @@ async def test_attachments_reach_the_workspace_and_bad_ones_save_nothing(double_
         assert "📎 ana attached inbox/data.csv (809 B, text/csv)" in read and "the numbers" in read
     finally:
         await stop_bot(bridge, hub)
+
+
+async def test_a_file_the_agent_shares_is_posted_as_an_attachment(double_factory: Any, cli_home: Path,
+                                                                  tmp_path: Path,
+                                                                  discord_double: DiscordDouble) -> None:
+    d = discord_double
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Done.", "turn": [
+        {"say": "Writing it.", "call": [ask_call("Go?", ["go"])]},
+        {"say": "Here.", "call": [{"tool": "mcp__human__share", "input": {"path": "notes.md", "note": "my notes"}}]},
+        {"say": "Shared: {last_tool_result}"},
+    ]}))
+    ana = d.person("ana")
+    store = MemoryStateStore()
+    bridge, hub = await start_bot(d, tmp_path, md, cli_home, store, factory=option_flow())
+    try:
+        started = await d.slash(ana, "run", task="write notes", timeout=300)
+        await d.until(lambda _: any("Started run" in t for t in started.texts()))
+        m = re.search(r"`(r\w+)`", started.texts()[-1])
+        assert m is not None
+        run_id = m.group(1)
+        thread = int(next(msg for msg in d.bot_messages(d.channel_id) if "thread" in msg)["id"])
+        q = await d.until(lambda _: open_card(d, thread, "Go?"))
+        record = store.get_run(run_id)
+        assert record is not None
+        (Path(record.workspace) / "notes.md").write_bytes(b"# notes\n")
+        await d.click(ana, int(q["id"]), label="go")
+        posted = await d.until(lambda _: next((msg for msg in d.bot_messages(thread) if msg["attachments"]), None))
+        assert [a["filename"] for a in posted["attachments"]] == ["notes.md"]
+        assert d.files[int(posted["attachments"][0]["id"])] == b"# notes\n"
+        assert "notes.md" in d.text(posted) and "my notes" in d.text(posted)
+        await hub.wait(run_id)
+    finally:
+        await stop_bot(bridge, hub)

@@ -76,3 +76,29 @@ async def test_the_token_goes_only_to_slack_or_the_configured_api() -> None:
         assert not files.trusted(url), url
     got = await files.fetch(SharedFile("F1", "a.txt", "text/plain", 5, "https://evil.example/a.txt"), 100)
     assert got.data is None and "away from Slack" in got.problem
+
+
+async def test_a_file_the_agent_shares_is_uploaded_into_the_thread(double_factory: Any, cli_home: Path,
+                                                                   tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Done.", "turn": [
+        {"say": "Writing it.", "call": [ask_call("Go?", ["go"])]},
+        {"say": "Here.", "call": [{"tool": "mcp__human__share",
+                                   "input": {"path": "chart.csv", "note": "the chart <!channel>"}}]},
+        {"say": "Shared: {last_tool_result}"},
+    ]}))
+    async with SlackDouble() as double, slack_bot(tmp_path, md, cli_home, double) as bot:
+        assert await double.slash("/flower", "chart it", user="UANA", channel=C1) is None
+        q = await double.wait_for(lambda d: d.roots(C1) and card(d, C1, root_of(d).ts, "Go?"))
+        root = root_of(double).ts
+        run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root))
+        record = bot.hub.run(run or "")
+        assert record is not None
+        (Path(record.workspace) / "chart.csv").write_bytes(b"x,y\n1,2\n")
+        await double.click(q, "go", user="UANA")
+        up = await double.wait_for(lambda d: d.uploads)
+        assert up[0]["name"] == "chart.csv" and up[0]["data"] == b"x,y\n1,2\n"
+        assert up[0]["channel"] == C1 and up[0]["thread_ts"] == root  # the thread's parent, never a reply
+        assert "chart.csv" in up[0]["comment"] and "the chart" in up[0]["comment"]
+        assert "<!channel>" not in up[0]["comment"]  # agent text pings nobody
+        assert double.called("files.getUploadURLExternal") and double.called("files.completeUploadExternal")
+        await bot.hub.wait(run or "")
