@@ -115,12 +115,13 @@ async def test_refusals_save_nothing_and_say_why(double_factory: Any, cli_home: 
     try:
         run = (await hub.start("task", THREAD, "carol")).run_id
         await watch.card("ask:1-q1")
-        before = every_file(tmp_path)
+        ws = workspace(hub, run)
+        before = every_file(ws)
         got = await hub.attach(run, files, "words", "carol")
         assert not got.ok and words in got.message and not got.files
         assert got.problem == ("too_large" if "limit" in words or "pass" in words else "bad_file")
         assert surface.notices_for("carol") == [got.message]
-        assert every_file(tmp_path) == before  # nothing written, anywhere
+        assert every_file(ws) == before and not list(tmp_path.rglob("outside.txt"))  # nothing written
         assert not surface.find("mail:")
     finally:
         await hub.close()

@@ -276,6 +276,12 @@ function renderMessage(m) {
   if (m.text) li.append(renderText(m.text));
   if (m.fields && m.fields.length) li.append(renderFields(m.fields));
   if (m.kind === "ask" && m.buttons.length) li.append(askButtons(m, li));
+  if (m.file && typeof m.file.url === "string" && m.file.url.startsWith("/api/")) {
+    const a = el("a", "file-link", `⬇ Download ${m.file.name}`);  // the agent shared it
+    a.href = m.file.url;
+    a.download = m.file.name;
+    li.append(a);
+  }
   return li;
 }
 

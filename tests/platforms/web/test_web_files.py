@@ -61,7 +61,7 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
         (tmp_path / "secret.txt").write_text("not yours")
         await asyncio.wait_for(_until_asked(client, run), 60)
 
-        before = files_of(tmp_path)
+        before = files_of(ws)
         refusals = [
             (await client.post(f"/api/runs/{run}/files", data=form(("big.bin", b"x" * 5000, "application/x")))),
             (await client.post(f"/api/runs/{run}/files", data=form(("a.bin", b"x" * 4000, "application/x"),
@@ -78,7 +78,7 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
             assert body["ok"] is False and body["error"], body
         assert "empty" in (await refusals[2].json())["error"]
         assert "outside the inbox" in (await refusals[3].json())["error"]
-        assert files_of(tmp_path) == before  # nothing saved by any refusal
+        assert files_of(ws) == before and not list(tmp_path.rglob("x.txt"))  # nothing saved by any refusal
 
         up = await client.post(f"/api/runs/{run}/files", data=form(("notes.md", b"# my notes\n", "text/markdown"),
                                                                    text="read these"))
