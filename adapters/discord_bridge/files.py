@@ -71,7 +71,7 @@ async def file_for(msg: OutMessage, channel: Any) -> discord.File | None:
                  att.size, limit)
         return None
     try:
-        data = await asyncio.to_thread(Path(att.path).read_bytes)
+        data = att.content if att.content is not None else await asyncio.to_thread(Path(att.path).read_bytes)
     except OSError as exc:
         log.warning("discord: cannot read the shared file %s: %s", att.rel or att.name, exc)
         return None

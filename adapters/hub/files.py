@@ -12,8 +12,7 @@
            run: the files go with the words that start its next round). A refused mail removes the
            files it named, so a refusal never leaves anything behind.
 
-The same module answers the page's "which files does this run have" and "give me that one" without
-ever reading outside the workspace (`workspace_files`, `inside`).
+The page's "which files does this run have" and "give me that one" are answered by workspace.py.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import has_ended
 from adapters.hub.settings import UploadLimits
+from adapters.hub.workspace import INBOX, inside, workspace_files
 from adapters.state import RunRecord
 from adapters.surface import ThreadRef
 from adapters.view.shares import human_size
@@ -41,10 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["INBOX", "Attached", "Incoming", "SavedFile", "UploadLimits", "UploadRefused", "human_size", "inside",
            "safe_name", "workspace_files"]
 
-INBOX = "inbox"
 NAME_MAX = 120  # characters of a saved name; file systems take 255 bytes, UTF-8 needs up to 4 a character
-LISTED_MAX = 2000  # files a listing names; a workspace may hold a whole checkout
-SKIPPED_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 
 
 class UploadRefused(Exception):
@@ -206,41 +203,6 @@ def remove(workspace: Path, saved: Sequence[SavedFile]) -> None:
     for s in saved:
         with contextlib.suppress(OSError):
             (workspace / s.path).unlink()
-
-
-def inside(workspace: Path, rel: str) -> Path | None:
-    """The regular file `rel` names inside the workspace, symlinks resolved; None for anything else
-    (absolute, `..`, a link pointing out, a directory, nothing there)."""
-    if not rel or rel.startswith(("/", "\\")) or "\x00" in rel or ".." in rel.replace("\\", "/").split("/"):
-        return None
-    try:
-        root = workspace.resolve(strict=True)
-        target = (root / rel).resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None
-    return target if target.is_relative_to(root) and target.is_file() else None
-
-
-def workspace_files(workspace: Path, since: float) -> list[dict[str, object]]:
-    """The workspace's files as the page lists them: relative path, size, and whether the run made or
-    changed it (modified at or after `since`, the run's creation time). Tool folders are left out."""
-    root = workspace.resolve()
-    out: list[dict[str, object]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            try:
-                st = path.lstat()
-            except OSError:
-                continue
-            if path.is_symlink() or not path.is_file() or name.startswith(".part-"):
-                continue
-            out.append({"path": path.relative_to(root).as_posix(), "size": st.st_size,
-                        "changed": st.st_mtime >= since})
-            if len(out) >= LISTED_MAX:
-                return out
-    return out
 
 
 # ---- the intent --------------------------------------------------------------------------------------

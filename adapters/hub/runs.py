@@ -16,9 +16,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from adapters.chores import Chores
+from adapters.hub.changes import changed, with_changes
 from adapters.hub.ledger import CardLedger, card_gen
 from adapters.hub.options import RunOptions
 from adapters.hub.pipe import RunPipe
@@ -134,7 +136,8 @@ class LiveRun:
             self.outcome = RunOutcome(end.state, result=end.text, cost_usd=cost,
                                       duration_s=self._clock() - self._started, failed_at=end.failed_at,
                                       error=end.error, by=self._stopped_by, steps=end.steps)
-            self.pipe.put(self.view.finish(self.outcome))
+            changes = await changed(Path(self.record.workspace), self.record.created_at)  # the Files line
+            self.pipe.put(with_changes(self.view.finish(self.outcome), changes, self.run_id))
             self._set_status(end.state)
         finally:
             try:

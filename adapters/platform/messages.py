@@ -77,6 +77,7 @@ class FileRef:
     size: int
     rel: str = ""  # relative to the run's workspace (a link to the web API's download route)
     run_id: str = ""
+    content: bytes | None = None  # the bytes themselves, for a file made on the spot (long output); else read path
 
 
 @dataclass(frozen=True)

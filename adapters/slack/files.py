@@ -165,7 +165,7 @@ async def post_file(call: Call, client: AsyncWebClient, thread: ThreadRef, msg: 
     if att is None or att.size > UPLOAD_MAX:
         return None
     try:
-        data = await asyncio.to_thread(Path(att.path).read_bytes)
+        data = att.content if att.content is not None else await asyncio.to_thread(Path(att.path).read_bytes)
     except OSError as exc:
         log.warning("slack: cannot read the shared file %s: %s", att.rel or att.name, exc)
         return None

@@ -102,3 +102,19 @@ async def test_a_file_the_agent_shares_is_uploaded_into_the_thread(double_factor
         assert "<!channel>" not in up[0]["comment"]  # agent text pings nobody
         assert double.called("files.getUploadURLExternal") and double.called("files.completeUploadExternal")
         await bot.hub.wait(run or "")
+
+
+async def test_long_output_is_uploaded_as_a_file_with_a_preview(double_factory: Any, cli_home: Path,
+                                                                tmp_path: Path) -> None:
+    report = "\n".join(f"line {i:04d} of a long report" for i in range(1200))  # ~31,000 chars: 11 messages
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Done.", "turn": [{"say": report}]}))
+    async with SlackDouble() as double, slack_bot(tmp_path, md, cli_home, double) as bot:
+        assert await double.slash("/flower", "write the report", user="UANA", channel=C1) is None
+        up = await double.wait_for(lambda d: d.uploads)
+        root = root_of(double).ts
+        assert up[0]["data"].decode() == report and up[0]["name"].endswith(".md") and up[0]["thread_ts"] == root
+        assert up[0]["comment"].startswith("line 0000 of a long report") and "1200 lines in all" in up[0]["comment"]
+        run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root))
+        await bot.hub.wait(run or "")
+        walls = [m for m in double.thread(C1, root) if "line 0500" in m.body()]
+        assert walls == []  # no wall of split messages in the thread
