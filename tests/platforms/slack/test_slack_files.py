@@ -118,3 +118,24 @@ async def test_long_output_is_uploaded_as_a_file_with_a_preview(double_factory: 
         await bot.hub.wait(run or "")
         walls = [m for m in double.thread(C1, root) if "line 0500" in m.body()]
         assert walls == []  # no wall of split messages in the thread
+
+
+async def test_the_summarys_files_button_uploads_what_the_run_changed(double_factory: Any, cli_home: Path,
+                                                                      tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Done.", "turn": [
+        {"say": "Writing.", "call": [ask_call("Written?", ["yes"])]}, {"say": "All written."}]}))
+    async with SlackDouble() as double, slack_bot(tmp_path, md, cli_home, double) as bot:
+        assert await double.slash("/flower", "write a report", user="UANA", channel=C1) is None
+        q = await double.wait_for(lambda d: d.roots(C1) and card(d, C1, root_of(d).ts, "Written?"))
+        root = root_of(double).ts
+        run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root)) or ""
+        record = bot.hub.run(run)
+        assert record is not None
+        (Path(record.workspace) / "report.md").write_text("# the report\n")
+        await double.click(q, "yes", user="UANA")
+        await bot.hub.wait(run)
+        summary = await double.wait_for(lambda d: d.find(C1, root, lambda m: "📦 1 file changed: report.md" in m.body()
+                                                         and any(b["text"]["text"] == "Files" for b in m.buttons())))
+        await double.click(summary, "Files", user="UANA")
+        up = await double.wait_for(lambda d: d.uploads)
+        assert up[0]["name"] == "report.md" and up[0]["data"] == b"# the report\n" and up[0]["thread_ts"] == root
