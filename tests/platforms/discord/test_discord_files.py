@@ -19,6 +19,8 @@ from tests.support.hub_support import INBOX, ask_call
 
 __all__ = ["discord_double"]
 
+REPORT = "\n".join(f"line {i:04d} of a long report" for i in range(500))  # ~13,000 chars: 7 messages
+
 
 def every_file(root: Path) -> set[str]:
     return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
@@ -87,7 +89,7 @@ async def test_a_file_the_agent_shares_is_posted_as_an_attachment(double_factory
     md = await double_factory(scenario_of({"name": "main", "after_end": "Done.", "turn": [
         {"say": "Writing it.", "call": [ask_call("Go?", ["go"])]},
         {"say": "Here.", "call": [{"tool": "mcp__human__share", "input": {"path": "notes.md", "note": "my notes"}}]},
-        {"say": "Shared: {last_tool_result}"},
+        {"say": REPORT},
     ]}))
     ana = d.person("ana")
     store = MemoryStateStore()
@@ -109,5 +111,11 @@ async def test_a_file_the_agent_shares_is_posted_as_an_attachment(double_factory
         assert d.files[int(posted["attachments"][0]["id"])] == b"# notes\n"
         assert "notes.md" in d.text(posted) and "my notes" in d.text(posted)
         await hub.wait(run_id)
+        # Long output: one .md attachment with a preview, not a wall of split messages.
+        long = await d.until(lambda _: next((msg for msg in d.bot_messages(thread) if msg["attachments"]
+                                             and msg["attachments"][0]["filename"].endswith(".md")
+                                             and msg["attachments"][0]["filename"] != "notes.md"), None))
+        assert d.files[int(long["attachments"][0]["id"])].decode() == REPORT
+        assert "line 0000" in d.text(long) and not any("line 0400" in d.text(m) for m in d.bot_messages(thread))
     finally:
         await stop_bot(bridge, hub)

@@ -49,7 +49,7 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
     ]}))
     front = WebFrontend(say=lambda s: None)
     hub = make_hub(tmp_path, md, cli_home, front.surface, MemoryStateStore(),  # type: ignore[arg-type]
-                   uploads=UploadLimits(max_file_bytes=4096, max_run_bytes=6000))
+                   uploads=UploadLimits(max_file_bytes=400_000, max_run_bytes=700_000))
     front.attach(hub)
     client = TestClient(TestServer(make_app(front), host="127.0.0.1"))
     await client.start_server()
@@ -63,9 +63,9 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
 
         before = files_of(ws)
         refusals = [
-            (await client.post(f"/api/runs/{run}/files", data=form(("big.bin", b"x" * 5000, "application/x")))),
-            (await client.post(f"/api/runs/{run}/files", data=form(("a.bin", b"x" * 4000, "application/x"),
-                                                                   ("b.bin", b"x" * 4000, "application/x")))),
+            (await client.post(f"/api/runs/{run}/files", data=form(("big.bin", b"x" * 450_000, "application/x")))),
+            (await client.post(f"/api/runs/{run}/files", data=form(("a.bin", b"x" * 390_000, "application/x"),
+                                                                   ("b.bin", b"x" * 390_000, "application/x")))),
             (await client.post(f"/api/runs/{run}/files", data=form(("empty.txt", b"", "text/plain")))),
             (await client.post(f"/api/runs/{run}/files", data=raw_named("../../x.txt", b"x"))),
             (await client.post(f"/api/runs/{run}/files", data=form(text="no file"))),
@@ -80,11 +80,15 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
         assert "outside the inbox" in (await refusals[3].json())["error"]
         assert files_of(ws) == before and not list(tmp_path.rglob("x.txt"))  # nothing saved by any refusal
 
+        bulky = b"y" * 300_000  # over the API's 256 KB JSON body limit: uploads are read part by part
         up = await client.post(f"/api/runs/{run}/files", data=form(("notes.md", b"# my notes\n", "text/markdown"),
+                                                                   ("bulky.bin", bulky, "application/x"),
                                                                    text="read these"))
         assert up.status == 201, await up.text()
         body = await up.json()
-        assert body["ok"] and body["files"] == [{"name": "notes.md", "path": "inbox/notes.md", "size": 11}]
+        assert body["ok"] and body["files"] == [{"name": "notes.md", "path": "inbox/notes.md", "size": 11},
+                                                {"name": "bulky.bin", "path": "inbox/bulky.bin", "size": 300_000}]
+        assert (ws / "inbox" / "bulky.bin").read_bytes() == bulky
         assert (ws / "inbox" / "notes.md").read_bytes() == b"# my notes\n"
 
         ask = (await (await client.get(f"/api/runs/{run}/asks")).json())[0]["id"]
