@@ -276,6 +276,7 @@ function renderMessage(m) {
   if (m.text) li.append(renderText(m.text));
   if (m.fields && m.fields.length) li.append(renderFields(m.fields));
   if (m.kind === "ask" && m.buttons.length) li.append(askButtons(m, li));
+  else if (m.kind === "summary" && m.buttons.length) li.append(summaryButtons(m));
   if (m.file && typeof m.file.url === "string" && m.file.url.startsWith("/api/")) {
     const a = el("a", "file-link", `⬇ Download ${m.file.name}`);  // the agent shared it
     a.href = m.file.url;
@@ -289,6 +290,19 @@ function renderFields(fields) {
   const dl = el("dl", "fields");
   for (const [k, v] of fields) dl.append(el("dt", "", k), el("dd", "", v));
   return dl;
+}
+
+function summaryButtons(m) {
+  // The summary's buttons (Files: the run's changed files, posted into the thread as download links).
+  const row = el("div", "buttons");
+  for (const b of m.buttons) {
+    const btn = el("button", "", b.label);
+    btn.type = "button";
+    btn.dataset.verb = verbOf(b.action_id);
+    btn.addEventListener("click", () => press(b.action_id, null, row, null));
+    row.append(btn);
+  }
+  return row;
 }
 
 function askButtons(m, li) {

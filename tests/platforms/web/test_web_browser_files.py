@@ -55,12 +55,20 @@ async def test_the_page_attaches_a_file_and_downloads_the_one_the_agent_shares(
         assert record is not None
         assert (Path(record.workspace) / "inbox" / "hello.txt").read_text() == "hello from the page\n"
 
+        (Path(record.workspace) / "result.txt").write_text("what the run made\n")  # for the summary's Files
         await page.click("li.msg.ask[data-state=open] button[data-verb=ans]")
         link = await page.until("document.querySelector('a.file-link') && document.querySelector('a.file-link').href")
         assert link.endswith(f"/api/runs/{run}/files/inbox/hello.txt")
         got = await page.js("fetch(document.querySelector('a.file-link').href).then(r => r.text())")
         assert got == "hello from the page\n"
         await hub.wait(run)
+        # The summary names what the run changed; its Files button posts them as download links.
+        await page.until("document.querySelector('li.msg.summary button[data-verb=fil]')")
+        assert "1 file changed: result.txt" in await page.js("document.querySelector('li.msg.summary').textContent")
+        await page.click("li.msg.summary button[data-verb=fil]")
+        made = await page.until("[...document.querySelectorAll('a.file-link')].map(a => a.href)"
+                                ".find(h => h.endsWith('/files/result.txt'))")
+        assert await page.js(f"fetch({made!r}).then(r => r.text())") == "what the run made\n"
         read = md.model_requests("main")[2].last_tool_result
         assert "📎 web attached inbox/hello.txt (20 B, text/plain)" in read and "my notes" in read
         assert not page.errors, page.errors
