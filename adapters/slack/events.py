@@ -80,6 +80,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         try:
             got = fields(event, ("user", "channel", "ts"), ("text", "thread_ts"))
+            shared = read_files(event)
         except PayloadError as exc:
             log.warning("app_mention event not understood: %s", exc)
             return
@@ -87,7 +88,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         text = strip_bot_mention(got["text"], ctx.bot_user_id)
         await ctx.know(user)
         if thread_ts and thread_ts != ts and ctx.answers_here(ctx.thread(channel, thread_ts)):
-            result = await ctx.hub.said(ctx.thread(channel, thread_ts), user, text, origin=ts)
+            here = ctx.thread(channel, thread_ts)
+            result = await attach_shared(ctx, here, user, text, ts, shared) if shared else \
+                await ctx.hub.said(here, user, text, origin=ts)
             if result is not None:
                 await ctx.report(result, channel, user, thread_ts)
             return

@@ -10,7 +10,7 @@ from adapters.hub import UploadLimits
 from adapters.slack.files import SharedFile, SlackFiles
 from tests.conftest import scenario_of
 from tests.support.hub_support import INBOX, ask_call
-from tests.support.slack_double import BOT_TOKEN, SlackDouble
+from tests.support.slack_double import BOT_TOKEN, BOT_USER, SlackDouble
 from tests.support.slack_support import C1, card, root_of, slack_bot
 
 
@@ -60,11 +60,19 @@ async def test_a_shared_file_reaches_the_workspace_and_the_models_inbox_and_bad_
         msg = await double.say(C1, "the trace", user="UANA", thread_ts=root, files=[log])
         await double.wait_for(lambda d: d.reactions.get((C1, msg.ts)))
         assert (workspace / "inbox" / "error.log").read_bytes() == b"Traceback: boom\n" * 100
+        # Shared with a mention of the bot (Slack sends it as app_mention and as message): saved once.
+        extra = double.share_file("extra.txt", b"more")
+        mention = await double.say(C1, f"<@{BOT_USER}> and this", user="UANA", thread_ts=root, mention=True,
+                                   files=[extra])
+        await double.wait_for(lambda d: d.reactions.get((C1, mention.ts)))
+        assert (workspace / "inbox" / "extra.txt").read_bytes() == b"more"
+        assert not (workspace / "inbox" / "extra-2.txt").exists()
 
         await double.click(q1, "yes", user="UANA")
         await bot.hub.wait(run)
         read = md.model_requests("main")[2].last_tool_result
         assert "📎 ana attached inbox/error.log (1.6 KB, text/plain)" in read and "the trace" in read
+        assert "📎 ana attached inbox/extra.txt (4 B, text/plain)" in read and "and this" in read
 
 
 async def test_the_token_goes_only_to_slack_or_the_configured_api() -> None:
