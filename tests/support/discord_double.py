@@ -58,6 +58,9 @@ class Fault:
 Handler = Callable[[web.Request, re.Match[str], Any], Awaitable[Any]]
 
 
+UPLOADS: web.RequestKey[list[tuple[str, bytes]]] = web.RequestKey("uploads", list)  # a multipart create's files
+
+
 class DiscordDouble(InteractionRoutes):
     def __init__(self, *, heartbeat_ms: int = 41250) -> None:
         self.app_id, self.guild_id, self.channel_id = snowflake(), snowflake(), snowflake()
@@ -322,7 +325,7 @@ class DiscordDouble(InteractionRoutes):
         if request.content_type.startswith("multipart/"):  # a message with files: payload_json + files[n]
             form = await request.post()
             body = json.loads(str(form.get("payload_json") or "{}"))
-            request["uploads"] = [(v.filename, v.file.read()) for k, v in form.items()
+            request[UPLOADS] = [(v.filename, v.file.read()) for k, v in form.items()
                                   if k.startswith("files[") and isinstance(v, web.FileField)]
         else:
             raw = await request.read()
@@ -397,7 +400,7 @@ class DiscordDouble(InteractionRoutes):
         msg = pl.message(mid, int(channel["id"]), guild, self.bot.user(), body,
                          member=self.bot.member(with_user=False) if guild else None)
         msg["attachments"] = [self.attachment(int(channel["id"]), name, data, "application/octet-stream")
-                              for name, data in request.get("uploads", [])]
+                              for name, data in request.get(UPLOADS, [])]
         self.messages[mid] = msg
         self.allowed_mentions[mid] = body.get("allowed_mentions")
         self._echo("MESSAGE_CREATE", msg)
