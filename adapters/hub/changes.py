@@ -39,8 +39,8 @@ log = logging.getLogger(__name__)
 
 GIT_S = 20.0  # a git command on a big checkout; past it the card lists no changes rather than wait
 NAMED = 5  # paths named on the card
-MAX_FILES = 10  # files uploaded per click (Discord takes at most 10 a message)
-MAX_FILE_BYTES = 8 * 1024 * 1024  # under Discord's 10 MiB without boosts, far under Slack's 1 GB
+MAX_FILES = 10  # files uploaded per click (the strictest platform takes 10 a message)
+MAX_FILE_BYTES = 8 * 1024 * 1024  # under the strictest platform's upload limit (10 MiB)
 DIFF_MAX = 4 * 1024 * 1024
 
 

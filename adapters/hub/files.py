@@ -1,6 +1,6 @@
 """Files people attach to a run: checked, saved durably in the run's workspace, then one inbox mail.
 
-    platform (Slack files, Discord attachments, the page's upload)
+    a platform (files shared in a thread, attachments, the page's upload)
         │  Incoming(name, data | problem, content_type)   bytes already fetched by the platform
         ▼
     FileIntake.attach ── refuse: empty, unreadable, over max_upload_mb / max_run_upload_mb, a name
