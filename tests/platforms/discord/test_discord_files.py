@@ -117,5 +117,13 @@ async def test_a_file_the_agent_shares_is_posted_as_an_attachment(double_factory
                                              and msg["attachments"][0]["filename"] != "notes.md"), None))
         assert d.files[int(long["attachments"][0]["id"])].decode() == REPORT
         assert "line 0000" in d.text(long) and not any("line 0400" in d.text(m) for m in d.bot_messages(thread))
+
+        # The summary names notes.md (the run's workspace changed); its Files button posts it again.
+        summary = await d.until(lambda _: next((msg for msg in d.bot_messages(thread)
+                                                if "📦 1 file changed: notes.md" in d.text(msg)), None))
+        assert "Files" in d.labels(summary)
+        await d.click(ana, int(summary["id"]), label="Files")
+        await d.until(lambda _: len([msg for msg in d.bot_messages(thread) if msg["attachments"]
+                                     and msg["attachments"][0]["filename"] == "notes.md"]) == 2)
     finally:
         await stop_bot(bridge, hub)
