@@ -93,16 +93,22 @@ class SlackFiles:
 
     def __init__(self, token: str, api_url: str, session: aiohttp.ClientSession | None = None) -> None:
         self._token = token
-        self.api_host = URL(api_url).host or ""
+        api = URL(api_url)
+        self.api_host, self.api_scheme = (api.host or "").lower(), api.scheme
         self.session = session
 
     def trusted(self, url: str) -> bool:
-        parsed = URL(url)
+        """Whether the bot token may go with a request to `url`: Slack's own hosts over https, or the
+        configured API's host over the API's own scheme (a proxy, GovSlack, the test double)."""
+        try:
+            parsed = URL(url)
+        except ValueError:
+            return False
         host = (parsed.host or "").lower()
-        if parsed.scheme not in ("https", "http") or not host:
+        if not host:
             return False
         if host == self.api_host:
-            return True
+            return parsed.scheme == self.api_scheme
         return parsed.scheme == "https" and any(host == h or host.endswith("." + h) for h in SLACK_HOSTS)
 
     async def fetch(self, f: SharedFile, max_bytes: int) -> Incoming:

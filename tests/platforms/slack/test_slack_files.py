@@ -79,8 +79,9 @@ async def test_the_token_goes_only_to_slack_or_the_configured_api() -> None:
     files = SlackFiles("xoxb-secret", "http://127.0.0.1:9/api/")
     assert files.trusted("https://files.slack.com/files-pri/T1-F1/download/x.txt")
     assert files.trusted("http://127.0.0.1:9/files-pri/F1/x")
+    assert not SlackFiles("t", "https://slack.com/api/").trusted("http://slack.com/files-pri/x")  # never in clear
     for url in ("http://files.slack.com/x", "https://evil.example/x", "https://slack.com.evil.example/x",
-                "https://notslack.com/x", "ftp://files.slack.com/x", "http://127.0.0.2:9/x", ""):
+                "https://notslack.com/x", "ftp://files.slack.com/x", "http://127.0.0.2:9/x", "", "http://[::1"):
         assert not files.trusted(url), url
     got = await files.fetch(SharedFile("F1", "a.txt", "text/plain", 5, "https://evil.example/a.txt"), 100)
     assert got.data is None and "away from Slack" in got.problem
