@@ -17,6 +17,7 @@ The hub saves the files and mails the run (`Hub.attach`); this module only reads
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from urllib.parse import quote
 
@@ -32,7 +33,7 @@ CHUNK = 64 * 1024
 
 
 async def _read_file(part: BodyPartReader, room: int, limit_text: str) -> bytes:
-    """A file part's bytes, refused with 413 the moment they pass `room`."""
+    """A part's bytes, refused with 413 the moment they pass `room`."""
     data = bytearray()
     while chunk := await part.read_chunk(CHUNK):
         data += chunk
@@ -54,8 +55,9 @@ async def attach(request: web.Request) -> web.Response:
         while (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
                 raise ApiError(400, "nested multipart bodies are not taken")
-            if part.name == "text":
-                text = await part.text()
+            if part.name == "text":  # read with a bound too: a text field is no way round the limits
+                raw = await _read_file(part, WEB.input_max * 4, f"the {WEB.input_max} character limit for 'text'")
+                text = raw.decode("utf-8", "replace")
                 if len(text) > WEB.input_max:
                     raise ApiError(400, f"'text' is {len(text)} characters, over the {WEB.input_max} limit")
             elif part.name == "file":
@@ -82,7 +84,8 @@ async def attach(request: web.Request) -> web.Response:
 
 async def listing(request: web.Request) -> web.Response:
     record = record_of(request)
-    return web.json_response({"files": workspace_files(Path(record.workspace), since=record.created_at)})
+    listed = await asyncio.to_thread(workspace_files, Path(record.workspace), record.created_at)
+    return web.json_response({"files": listed})
 
 
 async def download(request: web.Request) -> web.StreamResponse:
