@@ -16,6 +16,7 @@ stop  stop the run                        —          —
 int   interrupt the run with a message    —          —
 orc   ask the oracle about the run        —          —
 wake  wake a run that did not come back   —          —
+fil   post the run's changed files         —          —
 ====  ==================================  =========  ======
 
 Fields may not contain ":" or whitespace. ``ID_PATTERN`` is a regex usable as a discord.py
@@ -42,6 +43,7 @@ VERBS: dict[str, tuple[bool, bool]] = {
     "int": (False, False),
     "orc": (False, False),
     "wake": (False, False),
+    "fil": (False, False),
 }
 
 _FIELD = r"[^:\s]"

@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from adapters.longoutput import as_file
 from adapters.lru import LRU
 from adapters.ratelimit import RateBudget
 from adapters.surface import (
@@ -236,6 +237,8 @@ class Outbox:
 
     def _parts(self, msg: OutMessage) -> list[OutMessage]:
         chunks = split_text(neutralize_mentions(msg.text), self.limits.text_max) or [""]
+        if (long := as_file(msg, self.limits, len(chunks))) is not None:  # a preview and the text as a file
+            msg, chunks = long, split_text(neutralize_mentions(long.text), self.limits.text_max) or [""]
         fields = [(neutralize_mentions(k), neutralize_mentions(v)) for k, v in msg.fields]
         parts = []
         for k, chunk in enumerate(chunks):

@@ -216,14 +216,22 @@ def _runs_stopping(hub: Hub) -> str:
 
 def hub_settings(cfg: BotConfig) -> HubSettings:
     """What the hub takes from the bot's configuration."""
-    from adapters.hub import HubSettings
+    from adapters.hub import HubSettings, UploadLimits
 
     return HubSettings(root=cfg.root, workspaces={c.channel: c.workspace for c in cfg.channels if c.workspace},
                        max_runs=cfg.max_runs, max_parked=cfg.max_parked, timeout_s=cfg.timeout_s,
                        max_asks=cfg.max_asks, budget_usd=cfg.budget_usd, dm_after_s=cfg.dm_after_s,
                        park_after_s=cfg.park_after_s, wake_on_start=cfg.wake_on_start,
                        budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels
-                                        if c.max_budget_usd is not None})
+                                        if c.max_budget_usd is not None},
+                       uploads=UploadLimits.of_mb(cfg.max_upload_mb, cfg.max_run_upload_mb),
+                       channel_uploads={c.channel: UploadLimits.of_mb(c.max_upload_mb if c.max_upload_mb is not None
+                                                                      else cfg.max_upload_mb,
+                                                                      c.max_run_upload_mb
+                                                                      if c.max_run_upload_mb is not None
+                                                                      else cfg.max_run_upload_mb)
+                                        for c in cfg.channels
+                                        if c.max_upload_mb is not None or c.max_run_upload_mb is not None})
 
 
 def _transport(cfg: BotConfig) -> RedisTransport | None:

@@ -16,6 +16,8 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     log_format = "text"          # FLOWER_LOG_FORMAT, --log-format: or "json" (one object a line, with run_id)
     stop_after_s = 10            # --stop-after: after SIGTERM/SIGINT the process is gone within this long
     wake_on_start = true         # --no-wake: runs the last process left live stay asleep until woken
+    max_upload_mb = 20           # one file people attach to a run (saved in its workspace's inbox/)
+    max_run_upload_mb = 200      # everything attached to one run
 
     [surfaces]                   # which front ends `flower-bot` runs when none is named
     web = true
@@ -48,8 +50,10 @@ SURFACES = tuple(PLATFORMS)  # the front ends that can run, in the registry's or
 FLOWS = ("starter", "single")
 LOG_FORMATS = ("text", "json")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked",
-             "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start"}
-_CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd"}
+             "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start", "max_upload_mb",
+             "max_run_upload_mb"}
+_CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd", "max_upload_mb",
+                 "max_run_upload_mb"}
 
 
 class ConfigError(Exception):
@@ -64,6 +68,8 @@ class ChannelConfig:
     responders: frozenset[str] | None = None
     admins: frozenset[str] = frozenset()
     max_budget_usd: float | None = None  # the budget ceiling of runs started here
+    max_upload_mb: float | None = None  # None: the [bot] value
+    max_run_upload_mb: float | None = None
 
 
 @dataclass
@@ -86,6 +92,8 @@ class BotConfig:
     log_format: str = "text"
     stop_after_s: float = 10.0
     wake_on_start: bool = True
+    max_upload_mb: float = 20.0
+    max_run_upload_mb: float = 200.0
     web_host: str = "127.0.0.1"
     web_port: int = 8470
     config_path: Path | None = None
@@ -131,6 +139,8 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         log_format=log_format(_flag(args, "log_format"), env, _typed(bot, "log_format", str, None)),
         stop_after_s=stop_after(_pick(_flag(args, "stop_after"), bot, "stop_after_s", float, 10.0)),
         wake_on_start=not _flag(args, "no_wake") and _typed(bot, "wake_on_start", bool, True),
+        max_upload_mb=_pick(None, bot, "max_upload_mb", float, 20.0, low=0.0),
+        max_run_upload_mb=_pick(None, bot, "max_run_upload_mb", float, 200.0, low=0.0),
         web_host=args.host or env.get("FLOWER_WEB_HOST") or "127.0.0.1",
         web_port=_port(args.port if args.port is not None else env.get("FLOWER_WEB_PORT", 8470)),
         config_path=Path(args.config).resolve() if args.config else None,
@@ -276,7 +286,13 @@ def _channels(table: Any) -> list[ChannelConfig]:
         ceiling = entry.get("max_budget_usd")
         if ceiling is not None and (isinstance(ceiling, bool) or not isinstance(ceiling, int | float) or ceiling < 0):
             raise ConfigError(f"config: {where}.max_budget_usd must be a number of dollars, 0 or more")
+        uploads = {}
+        for key in ("max_upload_mb", "max_run_upload_mb"):
+            value = entry.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
+                raise ConfigError(f"config: {where}.{key} must be a number of megabytes, 0 or more")
+            uploads[key] = None if value is None else float(value)
         out.append(ChannelConfig(name, Path(workspace).expanduser().resolve() if workspace else None,
                                  lists["starters"], lists["responders"], lists["admins"] or frozenset(),
-                                 None if ceiling is None else float(ceiling)))
+                                 None if ceiling is None else float(ceiling), **uploads))
     return out

@@ -27,6 +27,7 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from flower_core.events import Event
@@ -148,6 +149,9 @@ class Workflow:
         self.aborted = None
         if on_event is not None and self.channel is not None and getattr(self.channel, "on_event", None) is None:
             self.channel.on_event = on_event
+        workspace = getattr(runtime, "workspace", None)
+        if self.channel is not None and workspace is not None and getattr(self.channel, "share_root", "") is None:
+            self.channel.share_root = Path(workspace)  # what the agent may share (human/share.py)
         if self.budget is not None:
             self.budget.bind(runtime=runtime, channel=self.channel, on_event=on_event)
         lineage = self._open_lineage(runtime)

@@ -10,7 +10,8 @@ Clicks and forms carry `where=` (the thread, or the DM, they came from): the car
 several places say where it was answered.
 
 A person's message in a run's thread (its own or one following it) goes to `hub.said` (oracle,
-keyed answer, reply to a card, or inbox mail — one rule for every platform, in the hub). Bots,
+keyed answer, reply to a card, or inbox mail — one rule for every platform, in the hub); one with
+attachments goes to `hub.attach` once they are fetched (files.py). Bots,
 webhooks and system messages are ignored, and so are threads that hold no run.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 import discord
 
 from adapters.discord_bridge.context import DiscordContext
+from adapters.discord_bridge.files import fetch_all
 from adapters.discord_bridge.modals import StopModal, WordsModal
 from adapters.discord_bridge.reply import Reply
 from adapters.ids import IdError, decode, encode
@@ -111,7 +113,7 @@ class Actions:
     async def on_message(self, message: discord.Message) -> None:
         if not self.ctx.ready or message.author.bot or message.webhook_id is not None:
             return
-        if message.type not in _PERSON_MESSAGES or not message.content.strip():
+        if message.type not in _PERSON_MESSAGES or not (message.content.strip() or message.attachments):
             return
         thread, run_id = self.ctx.run_here(message.channel)
         if thread is None or run_id is None:
@@ -123,6 +125,10 @@ class Actions:
         ref = message.reference
         reply_to = str(ref.message_id) if ref is not None and ref.message_id is not None else ""
         try:
-            await hub.said(thread, user, message.content, origin=str(message.id), reply_to=reply_to)
+            if message.attachments:  # files go to the run's inbox/ with the words (files.py)
+                files = await fetch_all(message.attachments, hub.upload_limits(run_id, thread).max_file_bytes)
+                await hub.attach(run_id, files, message.content, user, origin=str(message.id), where=thread)
+            else:
+                await hub.said(thread, user, message.content, origin=str(message.id), reply_to=reply_to)
         except Exception:  # one bad message must not take the listener down
             log.exception("message %s in %s not handled", message.id, thread)

@@ -24,6 +24,7 @@ from typing import Any
 import discord
 
 from adapters.discord_bridge.errors import surface_errors
+from adapters.discord_bridge.files import file_for
 from adapters.discord_bridge.render import NO_MENTIONS, render
 from adapters.discord_bridge.reply import current_reply
 from adapters.platform import DISCORD, OutMessage, PermanentSurfaceError, PlatformLimits, PlatformSurface, ThreadRef
@@ -57,7 +58,12 @@ class DiscordSurface(PlatformSurface):
             return REACTION_PREFIX + msg.origin
         rendered = render(msg, footer=self._footer(thread, msg))
         async with surface_errors(f"post {msg.key}"):
-            sent = await self._channel(thread.thread or thread.channel).send(**rendered.send_kwargs())
+            channel = self._channel(thread.thread or thread.channel)
+            kwargs = rendered.send_kwargs()
+            shared = await file_for(msg, channel)  # a file the agent shared goes with the message (files.py)
+            if shared is not None:
+                kwargs["file"] = shared
+            sent = await channel.send(**kwargs)
         return str(sent.id)
 
     async def update(self, thread: ThreadRef, message_id: str, msg: OutMessage) -> None:

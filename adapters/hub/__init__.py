@@ -1,11 +1,13 @@
 """The chat hub: one platform-neutral bridge from runs to threads (see hub.py)."""
 
 from adapters.hub.cards import CardProblem, OpenCard
+from adapters.hub.files import Attached, Incoming, SavedFile, human_size, inside, workspace_files
 from adapters.hub.hub import PLATFORM_FACADE, Hub
 from adapters.hub.pipe import RunPipe
 from adapters.hub.results import IntentResult
 from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
-from adapters.hub.settings import HubSettings
+from adapters.hub.settings import HubSettings, UploadLimits
 
-__all__ = ["PLATFORM_FACADE", "CardProblem", "Hub", "HubSettings", "IntentResult", "LiveRun", "OpenCard",
-           "RunFactory", "RunOptions", "RunPipe", "RunPlan", "default_factory"]
+__all__ = ["PLATFORM_FACADE", "Attached", "CardProblem", "Hub", "HubSettings", "Incoming", "IntentResult", "LiveRun",
+           "OpenCard", "RunFactory", "RunOptions", "RunPipe", "RunPlan", "SavedFile", "UploadLimits",
+           "default_factory", "human_size", "inside", "workspace_files"]

@@ -1,6 +1,6 @@
 """Hub: the chat-agnostic owner of runs, and the one face platforms see.
 
-Platforms forward intents — start, answer, decline, send (inbox), interrupt, oracle, stop, wake,
+Platforms forward intents — start, answer, decline, send (inbox), attach (files), interrupt, oracle, stop, wake,
 continue_run, follow, unfollow, a plain message (`said`), a button (`handle_action`) — and may ask a few questions
 of it (who may act, was this delivery seen, which run is this, who is this person). Nothing else:
 `tests/test_boundaries.py` fails when a platform package touches any other hub member. Every intent
@@ -17,6 +17,7 @@ Inside, each job has a collaborator handed only what it needs (the hub wires the
     Launcher    a run's view, threads and chat side, started through the transport
     Restarts    runs coming back after a restart, waking, answers to sleeping runs
     Rounds      a run that has ended goes on: its next round
+    FileIntake  files people attach, saved in the run's inbox/ before its mail says so
 
 Runs go through a transport (adapters/transport): in this process by default, to `flower-worker`s
 over Redis; either way each input is logged durably before anyone is told "ok".
@@ -28,7 +29,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
@@ -38,6 +39,7 @@ from adapters.hub import routing as _routing
 from adapters.hub.admission import Admission
 from adapters.hub.book import RunBook
 from adapters.hub.cards import CardBook, CardProblem
+from adapters.hub.files import Attached, FileIntake, Incoming
 from adapters.hub.launcher import Launcher, Tap
 from adapters.hub.lookups import HubLookups
 from adapters.hub.mirrors import Mirrors
@@ -65,11 +67,11 @@ Verb = Literal["start", "answer", "send", "stop"]
 # front end's own rules. tests/platforms/test_facade.py fails when a platform touches anything else.
 PLATFORM_FACADE = frozenset({
     # intents
-    "start", "answer", "decline", "send", "interrupt", "oracle", "stop", "wake", "continue_run", "resume",
-    "follow", "unfollow", "said", "handle_action", "status", "refuse",
+    "start", "answer", "decline", "send", "attach", "interrupt", "oracle", "stop", "wake", "continue_run",
+    "resume", "follow", "unfollow", "said", "handle_action", "status", "refuse",
     # questions
     "run", "is_live", "runs", "run_in", "holder", "state", "thread_by_id", "followers", "open_cards",
-    "card_state", "card_by_key", "may", "followable", "resumable", "seen", "display",
+    "card_state", "card_by_key", "may", "followable", "resumable", "seen", "display", "upload_limits",
     # what a platform tells the hub
     "note", "remember_message", "tap", "auto_mirror", "wait",
 })
@@ -107,6 +109,7 @@ class Hub(HubLookups):
                                  refuse=self.refuse, clock=clock)
         self.rounds = Rounds(self.book, store, self.launcher, self.admission, self.view_config, self.access,
                              refuse=self.refuse)
+        self.intake = FileIntake(s.uploads, s.channel_uploads)
         self.clock = clock
         self._chores = Chores()
 
@@ -185,6 +188,15 @@ class Hub(HubLookups):
         if live is None:
             return refusal
         return await live.send(text, user, origin=origin, only_in=str(where) if where is not None else "")
+
+    async def attach(self, run_id: str, files: Sequence[Incoming], text: str, user: str, *, origin: str = "",
+                     where: ThreadRef | None = None) -> Attached:
+        """Files a person attached, with their message's words: saved in the run's inbox/ before one inbox
+        mail names them (an ended run: they start its next round). See files.py."""
+        record, refusal = await self._allowed(run_id, user, "send")
+        if record is None:
+            return Attached.of(refusal)
+        return await self.intake.attach(self, record, files, text, user, origin=origin, where=where)
 
     async def interrupt(self, run_id: str, text: str, user: str) -> IntentResult:
         live, refusal = await self._live(run_id, user, "send")

@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterable
 
 from adapters.hub.book import RunBook
 from adapters.hub.cards import CardBook, CardProblem, OpenCard
+from adapters.hub.files import FileIntake
 from adapters.hub.launcher import Launcher, Tap
 from adapters.hub.mirrors import Mirrors
+from adapters.hub.settings import UploadLimits
 from adapters.people import People
 from adapters.state import RunRecord, StateStore
 from adapters.surface import ThreadRef
@@ -24,6 +26,7 @@ class HubLookups:
     mirrors: Mirrors
     people: People
     launcher: Launcher
+    intake: FileIntake
 
     def run(self, run_id: str) -> RunRecord | None:
         """A run's record (None: no such run)."""
@@ -80,6 +83,11 @@ class HubLookups:
     def seen(self, key: str) -> bool:
         """Deduplicate an inbound delivery: True when `key` was seen within the dedupe window (else it is noted)."""
         return self.store.seen(key)
+
+    def upload_limits(self, run_id: str, where: ThreadRef | None = None) -> UploadLimits:
+        """How much may be attached to the run from `where`: a platform stops downloading past it."""
+        record = self.book.record(run_id)
+        return self.intake.limits_for(record, where) if record is not None else self.intake.limits
 
     def display(self, user: str) -> str:
         """How cards name a person."""

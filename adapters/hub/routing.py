@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from adapters.hub.changes import post_files
 from adapters.hub.replies import parse_reply
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import has_ended
@@ -80,4 +81,8 @@ async def handle_action(hub: Hub, action_id: str, user: str, *, delivery_id: str
         return await hub.interrupt(run_id, text or "", user)
     if verb == "wake":
         return await hub.wake(run_id, user)
+    if verb == "fil":  # the summary's Files button (changes.py)
+        record = hub.run(run_id)
+        return await post_files(hub, record, user, where) if record is not None else \
+            IntentResult(False, f"No run {run_id}.", run_id)
     return await hub.oracle(run_id, text or "", user)

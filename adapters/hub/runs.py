@@ -16,9 +16,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from adapters.chores import Chores
+from adapters.hub.changes import changed, with_changes
 from adapters.hub.ledger import CardLedger, card_gen
 from adapters.hub.options import RunOptions
 from adapters.hub.pipe import RunPipe
@@ -136,7 +138,8 @@ class LiveRun:
             self.outcome = RunOutcome(end.state, result=end.text, cost_usd=cost,
                                       duration_s=self._clock() - self._started, failed_at=end.failed_at,
                                       error=end.error, by=self._stopped_by, steps=end.steps)
-            self.pipe.put(self.view.finish(self.outcome))
+            changes = await changed(Path(self.record.workspace), self.record.created_at)  # the Files line
+            self.pipe.put(with_changes(self.view.finish(self.outcome), changes, self.run_id))
             self._set_status(end.state)
         finally:
             try:
@@ -171,7 +174,7 @@ class LiveRun:
                     self.view.on_event(ev)  # the card learns the step; the thread needs no step lines again
                     return
                 self._restoring = ev.kind == "ask" or (ev.kind == "system" and p.get("subtype") != "parked")
-            if ev.kind == "ask" and p.get("kind") != "mail":
+            if ev.kind == "ask" and p.get("kind") not in ("mail", "share"):  # questions: cards
                 if p.get("state") == "cancelled" and self._stop_reason == "shutdown":
                     return  # the bot is going away: the card stays open, answerable after the restart
                 self._ask_event(ev, p)

@@ -12,6 +12,23 @@ from pathlib import Path
 
 from adapters.view import ViewConfig
 
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """How much people may attach to a run (adapters/hub/files.py): one file, and the run's whole inbox."""
+
+    max_file_bytes: int = 20 * MB
+    max_run_bytes: int = 200 * MB
+
+    @classmethod
+    def of_mb(cls, per_file: float | None, per_run: float | None) -> UploadLimits:
+        """From the configuration's megabytes; None keeps the default."""
+        base = cls()
+        return cls(base.max_file_bytes if per_file is None else int(per_file * MB),
+                   base.max_run_bytes if per_run is None else int(per_run * MB))
+
 
 @dataclass(frozen=True)
 class HubSettings:
@@ -30,6 +47,9 @@ class HubSettings:
     wake_on_start: bool = True  # runs the last process left live come back by themselves
     oracle: bool = True  # runs answer side questions (`?…`)
     view: ViewConfig = field(default_factory=ViewConfig)
+    uploads: UploadLimits = field(default_factory=UploadLimits)  # files people attach (the [bot] keys)
+    # "platform:channel" -> its own upload limits (a [channels."…"] table's keys)
+    channel_uploads: Mapping[str, UploadLimits] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Resolved once, so every path the hub makes from them compares equal.
@@ -37,3 +57,4 @@ class HubSettings:
         object.__setattr__(self, "workspaces",
                            {k: Path(v).expanduser().resolve() for k, v in self.workspaces.items()})
         object.__setattr__(self, "budget_ceilings", dict(self.budget_ceilings))
+        object.__setattr__(self, "channel_uploads", dict(self.channel_uploads))

@@ -26,7 +26,16 @@ from adapters.platform.limits import (
     SlackLimits,
     WebLimits,
 )
-from adapters.platform.messages import BUTTON_STYLES, KINDS, RECEIPT_STATES, TONES, Button, OutMessage, ThreadRef
+from adapters.platform.messages import (
+    BUTTON_STYLES,
+    KINDS,
+    RECEIPT_STATES,
+    TONES,
+    Button,
+    FileRef,
+    OutMessage,
+    ThreadRef,
+)
 
 __all__ = [
     "BUTTON_STYLES",
@@ -41,6 +50,7 @@ __all__ = [
     "WEB",
     "Button",
     "DiscordLimits",
+    "FileRef",
     "OutMessage",
     "PermanentSurfaceError",
     "PlatformLimits",

@@ -36,6 +36,9 @@ class PlatformLimits:
     title_max: int = 150
     fields_max: int = 10
     id_max: int = 255  # an interactive id: a button's action_id / custom_id
+    # Agent prose longer than this many messages goes as one file with a preview (adapters/longoutput.py);
+    # 0: never (the platform does not upload files, or shows long text well).
+    file_after_parts: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,13 +95,14 @@ class WebLimits(PlatformLimits):
 # chat.postMessage ~1/s per channel with short bursts; chat.update is Tier 3 (50+/min). Button text
 # max 75; an actions block holds 25 elements; header text 150; a section holds 10 fields; action_id 255.
 SLACK = SlackLimits(text_max=3000, post_per_s=1.0, post_burst=3, update_per_min=50.0, update_burst=5,
-                    buttons_max=25, button_label_max=75, title_max=150, fields_max=10, id_max=255)
+                    buttons_max=25, button_label_max=75, title_max=150, fields_max=10, id_max=255, file_after_parts=3)
 
 # Discord: content 2,000; the per-channel message route allows about 5 requests per 5 s, edits share
 # a similar bucket. 5 action rows x 5 buttons; label max 80; embed title max 256; embed fields 25;
 # custom_id 100.
 DISCORD = DiscordLimits(text_max=2000, post_per_s=1.0, post_burst=5, update_per_min=60.0, update_burst=5,
-                        buttons_max=25, button_label_max=80, title_max=256, fields_max=25, id_max=100)
+                        buttons_max=25, button_label_max=80, title_max=256, fields_max=25, id_max=100,
+                        file_after_parts=3)
 
 # We are the platform: no rate limit worth the name, and long texts are fine in a browser. The
 # outbox still paces bursts (coalescing status edits), which keeps the page calm.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["BUTTON_STYLES", "KINDS", "TONES", "Button", "OutMessage", "ThreadRef"]
+__all__ = ["BUTTON_STYLES", "KINDS", "TONES", "Button", "FileRef", "OutMessage", "ThreadRef"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,19 @@ RECEIPT_STATES = frozenset({"", "queued", "delivered"})
 
 
 @dataclass(frozen=True)
+class FileRef:
+    """A file to post with a message (the agent shared it). A platform that can uploads it; one that
+    cannot shows the message's text, which names the file."""
+
+    path: str  # absolute, on this machine
+    name: str
+    size: int
+    rel: str = ""  # relative to the run's workspace (a link to the web API's download route)
+    run_id: str = ""
+    content: bytes | None = None  # the bytes themselves, for a file made on the spot (long output); else read path
+
+
+@dataclass(frozen=True)
 class OutMessage:
     """One logical message in a thread.
 
@@ -97,6 +110,8 @@ class OutMessage:
     tone: str = ""
     # A receipt's state, one of RECEIPT_STATES ("" for other kinds): platforms show it without reading the text.
     state: str = ""
+    # A file posted with the message (`share`); the text stays complete without it.
+    attachment: FileRef | None = None
 
     def __post_init__(self) -> None:
         if not self.key:

@@ -26,6 +26,7 @@ from adapters.hub import Hub, IntentResult, RunOptions
 from adapters.lru import LRU
 from adapters.platform import SLACK
 from adapters.slack.errors import is_code
+from adapters.slack.files import SlackFiles
 from adapters.slack.surface import SlackSurface
 from adapters.state import RunRecord
 from adapters.surface import OutMessage, SurfaceError, ThreadRef
@@ -57,6 +58,7 @@ class SlackContext:
         self.bot_user_id = ""
         self.team_url = ""  # the workspace's address (auth.test), for links to threads ("" until connected)
         self.options: RunOptions | None = None  # per-run options every Slack start gets (None: the bot's)
+        self.files: SlackFiles | None = None  # downloads files people share (set by the front end)
         self._looked_up: LRU[str, bool] = LRU(10_000)
 
     # ---- wiring -------------------------------------------------------------------------------------

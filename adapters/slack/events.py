@@ -7,7 +7,8 @@ app_mention, top level     starts a run: its status card becomes a root message 
 app_mention in a thread    the thread's run hears it (as a reply); no run there: starts one
                            in that thread
 message in a run's thread  `Hub.said`: ?oracle, qN: answer, else inbox mail with a receipt;
-                           in the thread of a run that has ended: its next round
+                           in the thread of a run that has ended: its next round. With files:
+                           `Hub.attach` (they are downloaded first, see files.py)
 agent_session_stopped      interrupts the thread's run; the session leaves `processing`
 =========================  ===============================================================
 
@@ -28,6 +29,7 @@ from slack_bolt.async_app import AsyncApp
 
 from adapters.slack.commands import HELP
 from adapters.slack.context import SlackContext, usage
+from adapters.slack.files import attach_shared, read_files
 from adapters.slack.inbound import PayloadError, text_field
 from adapters.slack.text import strip_bot_mention
 
@@ -55,6 +57,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             if text_field(event, "subtype", required=False, null_ok=False) not in PERSON_SUBTYPES:
                 return
             got = fields(event, ("user", "channel", "ts"), ("text", "thread_ts"))
+            shared = read_files(event)
         except PayloadError as exc:
             log.warning("message event not understood: %s", exc)
             return
@@ -65,7 +68,10 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         if not ctx.answers_here(thread):
             return
         await ctx.know(user)
-        result = await ctx.hub.said(thread, user, text, origin=ts)
+        if shared:  # files go to the run's inbox/ with the words (files.py)
+            result = await attach_shared(ctx, thread, user, text, ts, shared)
+        else:
+            result = await ctx.hub.said(thread, user, text, origin=ts)
         if result is not None:
             await ctx.report(result, channel, user, thread_ts)
 
@@ -74,6 +80,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         try:
             got = fields(event, ("user", "channel", "ts"), ("text", "thread_ts"))
+            shared = read_files(event)
         except PayloadError as exc:
             log.warning("app_mention event not understood: %s", exc)
             return
@@ -81,7 +88,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         text = strip_bot_mention(got["text"], ctx.bot_user_id)
         await ctx.know(user)
         if thread_ts and thread_ts != ts and ctx.answers_here(ctx.thread(channel, thread_ts)):
-            result = await ctx.hub.said(ctx.thread(channel, thread_ts), user, text, origin=ts)
+            here = ctx.thread(channel, thread_ts)
+            result = await attach_shared(ctx, here, user, text, ts, shared) if shared else \
+                await ctx.hub.said(here, user, text, origin=ts)
             if result is not None:
                 await ctx.report(result, channel, user, thread_ts)
             return

@@ -38,6 +38,7 @@ from adapters.hub import Hub
 from adapters.slack import commands, events, interactive
 from adapters.slack.context import SlackContext
 from adapters.slack.errors import error_code
+from adapters.slack.files import SlackFiles
 from adapters.slack.inbound import dedupe_key
 from adapters.slack.sessions import AgentSessions
 from adapters.slack.surface import SlackSurface
@@ -135,6 +136,7 @@ class SlackFrontend:
         self.sessions = AgentSessions(self.client, enabled=settings.agent_sessions)
         self.surface = SlackSurface(self.outbox_client, notify_client=self.client, sessions=self.sessions)
         self.ctx = SlackContext(self.surface, self.client)
+        self.ctx.files = self.files = SlackFiles(settings.bot_token, base)
         self.app = AsyncApp(client=self.client, signing_secret=settings.signing_secret,
                             request_verification_enabled=settings.mode == "http", name="flower", logger=BOLT_LOG)
         self.app.middleware(self._dedupe)
@@ -154,7 +156,7 @@ class SlackFrontend:
     async def start(self) -> None:
         """Connect; on any failure everything opened so far is closed again before the error leaves."""
         self._session = aiohttp.ClientSession()
-        self.client.session = self.outbox_client.session = self._session  # one connection pool
+        self.client.session = self.outbox_client.session = self.files.session = self._session  # one pool
         try:
             try:
                 auth = await self.client.auth_test()

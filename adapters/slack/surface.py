@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.platform import SLACK, OutMessage, PermanentSurfaceError, PlatformLimits, PlatformSurface, ThreadRef
 from adapters.slack.errors import is_code, slack_call
+from adapters.slack.files import FILE_ID, post_file
 from adapters.slack.render import render
 from adapters.slack.sessions import AgentSessions
 from adapters.slack.text import mrkdwn_escape
@@ -66,6 +67,8 @@ class SlackSurface(PlatformSurface):
     async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
         if msg.kind == "receipt" and msg.origin:
             return await self._react(thread, msg)
+        if msg.attachment is not None and (uploaded := await post_file(self._call, self.client, thread, msg)):
+            return uploaded  # a file the agent shared (files.py); else its text below names it
         blocks, text = render(msg, footer=self._footer(thread, msg))
         resp = await self._call("chat.postMessage", self.client.chat_postMessage(
             channel=thread.channel, thread_ts=thread.thread or None, blocks=blocks, text=text,
@@ -77,6 +80,8 @@ class SlackSurface(PlatformSurface):
         return ts
 
     async def update(self, thread: ThreadRef, message_id: str, msg: OutMessage) -> None:
+        if message_id.startswith(FILE_ID):
+            return  # an uploaded file is never edited
         if message_id.startswith(_REACT):
             await self._swap_reaction(thread, message_id.removeprefix(_REACT), msg)
             return

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.surface import OutMessage
-from adapters.view import asks, fmt, notices, status, summary
+from adapters.view import asks, fmt, notices, shares, status, summary
 from adapters.view.asks import AskCard
 from adapters.view.prose import ProseBuffer
 from adapters.view.receipts import Receipts
@@ -108,6 +108,8 @@ class RunView:
             self._flush_prose(out)
             if p.get("kind") == "mail":
                 out.append(self._receipts.event(ev.text, p))
+            elif p.get("kind") == "share":  # a file the agent posted (shares.py)
+                out.extend(m for m in [shares.shared(self.run_id, p)] if m is not None)
             else:
                 milestone |= self._ask_event(ev, p, out)
         elif kind == "handoff":

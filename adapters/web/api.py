@@ -22,7 +22,8 @@ POST /api/action                           {"action_id", "text"?, "delivery_id"?
 GET  /api/runs/{id}/ws?after=N             WebSocket: frames shaped like the events answer, catch-up first
 =========================================  =============================================================
 
-(The two event routes live in stream.py.) Intents answer {"ok": true, "message", "id"}. Bad input
+(The two event routes live in stream.py; the run's files, upload, list and download, in files.py.)
+Intents answer {"ok": true, "message", "id"}. Bad input
 answers {"ok": false, "error"} with 400 (malformed or missing field, empty text), 404 (unknown run
 or question), 405 (a method the route does not take; `Allow` lists those it does), 409 (the hub
 refused: settled question, run not running, limit reached…), 413 (body over the size limit) or 415

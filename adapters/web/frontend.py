@@ -26,7 +26,7 @@ from aiohttp import web
 from adapters.platform.limits import WEB
 from adapters.state import RunRecord
 from adapters.surface import StartRefused, ThreadRef
-from adapters.web import api, page, stream
+from adapters.web import api, files, page, stream
 from adapters.web.events import EventLogs
 from adapters.web.guard import HTTP_LOG, Guard, is_loopback, new_token
 from adapters.web.surface import Watcher, WebSurface
@@ -210,7 +210,7 @@ async def _on_prepare(request: web.Request, response: web.StreamResponse) -> Non
 def make_app(front: WebFrontend) -> web.Application:
     app = web.Application(middlewares=[front.guard.middleware, api.json_errors], client_max_size=front.max_body)
     app[api.WEB_KEY] = front
-    app.router.add_routes(api.routes() + stream.stream_routes())
+    app.router.add_routes(api.routes() + files.file_routes() + stream.stream_routes())
     app.router.add_get("/", page.index)
     app.router.add_get("/ws", page.page_ws)
     app.router.add_static("/static", page.STATIC, follow_symlinks=False)

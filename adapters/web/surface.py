@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from adapters.platform import WEB, OutMessage, PermanentSurfaceError, PlatformSurface, ThreadRef
 
@@ -48,7 +49,17 @@ def message_json(msg: OutMessage) -> dict[str, Any]:
     return {"key": msg.key, "kind": msg.kind, "title": msg.title, "text": msg.text,
             "fields": [[k, v] for k, v in msg.fields],
             "buttons": [{"label": b.label, "action_id": b.action_id, "style": b.style} for b in msg.buttons],
-            "important": msg.important, "origin": msg.origin, "tone": getattr(msg, "tone", "")}
+            "important": msg.important, "origin": msg.origin, "tone": getattr(msg, "tone", ""),
+            "file": _file_json(msg)}
+
+
+def _file_json(msg: OutMessage) -> dict[str, Any] | None:
+    """A file the agent shared: the page links to its download route (adapters/web/files.py)."""
+    att = msg.attachment
+    if att is None or not att.rel or not att.run_id:
+        return None
+    return {"name": att.name, "size": att.size, "path": att.rel,
+            "url": f"/api/runs/{quote(att.run_id)}/files/{quote(att.rel)}"}
 
 
 @dataclass(eq=False)  # identity: watchers live in a set

@@ -37,7 +37,7 @@ class HumanChannel:
     """
 
     SERVER_NAME = "human"
-    TOOLS = ("mcp__human__ask", "mcp__human__inbox")
+    TOOLS = ("mcp__human__ask", "mcp__human__inbox", "mcp__human__share")
 
     def __init__(
         self,
@@ -59,6 +59,7 @@ class HumanChannel:
         self.over_budget_text = over_budget_text
         self.timeout_text = timeout_text
         self.declined_text = declined_text
+        self.share_root: Path | None = None  # the workspace `share` posts from (share.py; Workflow.run sets it)
         self.asks: list[Ask] = []
         self.mail: list[Mail] = []
         # Exceptions from on_event callbacks and from writing the log/amend files: kept, never raised.

@@ -1,4 +1,4 @@
-"""The two MCP tools the model sees (``ask`` and ``inbox``) on an in-process server named "human"."""
+"""The MCP tools the model sees (``ask``, ``inbox``, ``share``) on an in-process server named "human"."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from claude_agent_sdk import create_sdk_mcp_server, tool
 
 from . import texts
 from .mail import Mail
+from .share import SHARE_DESCRIPTION, SHARE_SCHEMA, share
 
 if TYPE_CHECKING:
     from .channel import HumanChannel
@@ -67,4 +68,9 @@ def build_server(channel: HumanChannel) -> Any:
     async def inbox(args: dict[str, Any]) -> dict[str, Any]:
         return _content(inbox_reply(channel.take_mail()))
 
-    return create_sdk_mcp_server(channel.SERVER_NAME, tools=[ask, inbox])
+    @tool("share", SHARE_DESCRIPTION, SHARE_SCHEMA)
+    async def share_file(args: dict[str, Any]) -> dict[str, Any]:
+        reply, failed = share(channel, str(args.get("path") or ""), str(args.get("note") or ""))
+        return _content(reply, is_error=failed)
+
+    return create_sdk_mcp_server(channel.SERVER_NAME, tools=[ask, inbox, share_file])

@@ -58,6 +58,9 @@ class Fault:
 Handler = Callable[[web.Request, re.Match[str], Any], Awaitable[Any]]
 
 
+UPLOADS: web.RequestKey[list[tuple[str, bytes]]] = web.RequestKey("uploads", list)  # a multipart create's files
+
+
 class DiscordDouble(InteractionRoutes):
     def __init__(self, *, heartbeat_ms: int = 41250) -> None:
         self.app_id, self.guild_id, self.channel_id = snowflake(), snowflake(), snowflake()
@@ -75,6 +78,8 @@ class DiscordDouble(InteractionRoutes):
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
         self.dms_closed: set[int] = set()
+        self.files: dict[int, bytes] = {}  # attachment id -> the bytes its CDN link serves
+        self.fetched: list[str] = []  # paths of attachment downloads, in order
         self._echoes: set[asyncio.Task[None]] = set()  # people who accept no direct messages from the bot
         self.gateway = Gateway(token=TOKEN, ready=self._ready, guild_create=self._guild_create,
                                on_change=self._changed, heartbeat_ms=heartbeat_ms)
@@ -109,6 +114,7 @@ class DiscordDouble(InteractionRoutes):
         app = web.Application()
         app.router.add_get("/gateway", self.gateway.handle)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.router.add_get("/attachments/{channel}/{aid}/{name}", self._attachment)  # the CDN
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -189,8 +195,27 @@ class DiscordDouble(InteractionRoutes):
         """The same INTERACTION_CREATE once more (a duplicate delivery)."""
         await self.gateway.dispatch("INTERACTION_CREATE", ix.payload)
 
-    async def say(self, person: Person, channel_id: int, content: str, *, reply_to: int | None = None) -> int:
-        """`person` writes a message (a reply when reply_to is given); its id."""
+    def attachment(self, channel_id: int, filename: str, data: bytes, content_type: str = "text/plain", *,
+                   size: int | None = None) -> dict[str, Any]:
+        """An attachment object as a message carries it; its CDN link serves `data`. `size`: what Discord
+        announces (default: the real one)."""
+        aid = snowflake()
+        self.files[aid] = data
+        url = f"http://127.0.0.1:{self.port}/attachments/{channel_id}/{aid}/{filename.replace('/', '%2F')}"
+        return {"id": str(aid), "filename": filename, "size": len(data) if size is None else size, "url": url,
+                "proxy_url": url, "content_type": content_type}
+
+    async def _attachment(self, request: web.Request) -> web.Response:
+        self.fetched.append(request.path)
+        data = self.files.get(int(request.match_info["aid"]))
+        if data is None:
+            return web.Response(status=404, text="gone")
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    async def say(self, person: Person, channel_id: int, content: str, *, reply_to: int | None = None,
+                  attachments: list[dict[str, Any]] | None = None) -> int:
+        """`person` writes a message (a reply when reply_to is given; with `attachments` from
+        `attachment()`); its id."""
         mid = snowflake()
         ref = referenced = None
         if reply_to is not None:
@@ -199,6 +224,7 @@ class DiscordDouble(InteractionRoutes):
             referenced = self.messages.get(reply_to)
         msg = pl.message(mid, channel_id, self.guild_id, person.user(), {"content": content},
                          member=person.member(with_user=False), reference=ref, referenced=referenced)
+        msg["attachments"] = list(attachments or [])
         self.messages[mid] = msg
         await self.gateway.dispatch("MESSAGE_CREATE", msg)
         return mid
@@ -295,8 +321,15 @@ class DiscordDouble(InteractionRoutes):
     # ---- REST ------------------------------------------------------------------------------------
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["tail"]
-        raw = await request.read()
-        body: Any = json.loads(raw) if raw and request.content_type == "application/json" else None
+        body: Any = None
+        if request.content_type.startswith("multipart/"):  # a message with files: payload_json + files[n]
+            form = await request.post()
+            body = json.loads(str(form.get("payload_json") or "{}"))
+            request[UPLOADS] = [(v.filename, v.file.read()) for k, v in form.items()
+                                  if k.startswith("files[") and isinstance(v, web.FileField)]
+        else:
+            raw = await request.read()
+            body = json.loads(raw) if raw and request.content_type == "application/json" else None
         call = Call(request.method, path, dict(request.query), body)
         self.calls.append(call)
         try:
@@ -366,6 +399,8 @@ class DiscordDouble(InteractionRoutes):
         guild = self.guild_id if channel["type"] != 1 else None
         msg = pl.message(mid, int(channel["id"]), guild, self.bot.user(), body,
                          member=self.bot.member(with_user=False) if guild else None)
+        msg["attachments"] = [self.attachment(int(channel["id"]), name, data, "application/octet-stream")
+                              for name, data in request.get(UPLOADS, [])]
         self.messages[mid] = msg
         self.allowed_mentions[mid] = body.get("allowed_mentions")
         self._echo("MESSAGE_CREATE", msg)

@@ -103,6 +103,10 @@ class SlackDouble:
         self.dms: dict[str, str] = {}  # direct-message channel id -> the person it is with (conversations.open)
         self.acks: dict[str, dict[str, Any] | None] = {}
         self.connections = 0
+        self.shared: dict[str, bytes] = {}  # file id -> the bytes its download link serves
+        self.downloads: list[tuple[str, str]] = []  # (path, Authorization header) of every file download
+        self.pending_uploads: dict[str, dict[str, Any]] = {}  # file id -> its getUploadURLExternal args (+ bytes)
+        self.uploads: list[dict[str, Any]] = []  # completed uploads: name, data, channel, thread_ts, comment
         self._faults: dict[str, list[Fault]] = {}
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
@@ -119,6 +123,9 @@ class SlackDouble:
         app.router.add_post("/api/{method}", self._api)
         app.router.add_get("/link/", self._socket)
         app.router.add_post("/respond/{n}", self._respond)
+        app.router.add_get("/files-pri/{fid}/{name}", self._download)
+        app.router.add_get("/files-moved/{fid}/{name}", self._moved)
+        app.router.add_post("/upload/{fid}", self._upload)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -318,6 +325,70 @@ class SlackDouble:
         self.sessions.append(dict(args))
         return {"ok": True}
 
+    # ---- files people share (url_private_download) ----------------------------------------------------
+    def share_file(self, name: str, data: bytes, mimetype: str = "text/plain", *, size: int | None = None,
+                   moved_elsewhere: bool = False) -> dict[str, Any]:
+        """A file as a message event carries it; its download link serves `data` to the bot token only.
+        `size`: what Slack announces (default: the real one); `moved_elsewhere`: the link redirects to
+        another host (the bot must not follow it with its token)."""
+        fid = f"F{next(self._ids):06d}"
+        self.shared[fid] = data
+        kind = "files-moved" if moved_elsewhere else "files-pri"
+        url = f"http://127.0.0.1:{self.port}/{kind}/{fid}/{name.replace('/', '%2F')}"
+        return {"id": fid, "name": name, "title": name, "mimetype": mimetype, "filetype": "text",
+                "size": len(data) if size is None else size, "url_private": url, "url_private_download": url,
+                "mode": "hosted"}
+
+    async def _download(self, request: web.Request) -> web.Response:
+        self.downloads.append((request.path, request.headers.get("Authorization", "")))
+        self._touch()
+        if request.headers.get("Authorization") != f"Bearer {BOT_TOKEN}":
+            return web.Response(status=403, text="<html>sign in</html>", content_type="text/html")
+        data = self.shared.get(request.match_info["fid"])
+        if data is None:
+            return web.Response(status=404, text="not found")
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    async def _moved(self, request: web.Request) -> web.Response:
+        self.downloads.append((request.path, request.headers.get("Authorization", "")))
+        self._touch()
+        raise web.HTTPFound(f"http://files.elsewhere.invalid/steal/{request.match_info['fid']}")
+
+    # ---- files the bot uploads (files_upload_v2) ----------------------------------------------------
+    def _m_files_getUploadURLExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        name, length = args.get("filename"), args.get("length")
+        if not name or not str(length or "").isdigit():
+            return {"ok": False, "error": "invalid_arguments"}
+        fid = f"F{next(self._ids):06d}"
+        self.pending_uploads[fid] = {"name": str(name), "length": int(str(length)), "data": None}
+        return {"ok": True, "upload_url": f"http://127.0.0.1:{self.port}/upload/{fid}", "file_id": fid}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        pending = self.pending_uploads.get(request.match_info["fid"])
+        if pending is None:
+            return web.Response(status=404, text="no such upload")
+        pending["data"] = await request.read()
+        self._touch()
+        return web.Response(text=f"OK - {len(pending['data'])}")
+
+    def _m_files_completeUploadExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        files = self._json_arg(args, "files")
+        if not isinstance(files, list) or not files:
+            return {"ok": False, "error": "invalid_arguments"}
+        channel, thread_ts = str(args.get("channel_id") or ""), str(args.get("thread_ts") or "")
+        if thread_ts and (channel, thread_ts) in self.messages and self.messages[(channel, thread_ts)].thread_ts:
+            return {"ok": False, "error": "invalid_thread_ts"}  # thread_ts must be the parent's, never a reply's
+        done = []
+        for f in files:
+            pending = self.pending_uploads.pop(str(f.get("id")), None)
+            if pending is None or pending["data"] is None or len(pending["data"]) != pending["length"]:
+                return {"ok": False, "error": "file_upload_not_completed"}
+            self.uploads.append({"id": f["id"], "name": pending["name"], "title": f.get("title"),
+                                 "data": pending["data"], "channel": channel, "thread_ts": thread_ts,
+                                 "comment": str(args.get("initial_comment") or "")})
+            done.append({"id": f["id"], "title": f.get("title") or pending["name"]})
+        return {"ok": True, "files": done}
+
     async def _respond(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.responses.append({"n": request.match_info["n"], **body})
@@ -464,12 +535,15 @@ class SlackDouble:
         return msg
 
     async def say(self, channel: str, text: str, *, user: str, thread_ts: str = "", mention: bool = False,
-                  **kw: Any) -> Msg:
+                  files: list[dict[str, Any]] | None = None, **kw: Any) -> Msg:
         """A person writes in the channel (or a thread): the message, then its event (app_mention when
-        it mentions the bot — Slack then also sends the plain message event, as here)."""
+        it mentions the bot — Slack then also sends the plain message event, as here). `files`: shared
+        with it (from `share_file`), as a `file_share` message."""
         msg = self.person_says(channel, text, user=user, thread_ts=thread_ts)
         event = {"type": "message", "channel": channel, "user": user, "text": text, "ts": msg.ts,
                  "event_ts": msg.ts, "channel_type": "channel"}
+        if files:
+            event.update({"subtype": "file_share", "files": files, "upload": True})
         if thread_ts:
             event["thread_ts"] = thread_ts
         if mention:

@@ -276,6 +276,13 @@ function renderMessage(m) {
   if (m.text) li.append(renderText(m.text));
   if (m.fields && m.fields.length) li.append(renderFields(m.fields));
   if (m.kind === "ask" && m.buttons.length) li.append(askButtons(m, li));
+  else if (m.kind === "summary" && m.buttons.length) li.append(summaryButtons(m));
+  if (m.file && typeof m.file.url === "string" && m.file.url.startsWith("/api/")) {
+    const a = el("a", "file-link", `⬇ Download ${m.file.name}`);  // the agent shared it
+    a.href = m.file.url;
+    a.download = m.file.name;
+    li.append(a);
+  }
   return li;
 }
 
@@ -283,6 +290,19 @@ function renderFields(fields) {
   const dl = el("dl", "fields");
   for (const [k, v] of fields) dl.append(el("dt", "", k), el("dd", "", v));
   return dl;
+}
+
+function summaryButtons(m) {
+  // The summary's buttons (Files: the run's changed files, posted into the thread as download links).
+  const row = el("div", "buttons");
+  for (const b of m.buttons) {
+    const btn = el("button", "", b.label);
+    btn.type = "button";
+    btn.dataset.verb = verbOf(b.action_id);
+    btn.addEventListener("click", () => press(b.action_id, null, row, null));
+    row.append(btn);
+  }
+  return row;
 }
 
 function askButtons(m, li) {
@@ -416,9 +436,56 @@ async function onStopClosed() {
   else if (choice === "end") said(await api(`/api/runs/${run}/end`, {}));
 }
 
+// Files waiting in the message box (the paperclip, or dropped on it); Send uploads them with the words.
+const staged = [];
+
+function renderStaged() {
+  const list = $("staged");
+  list.replaceChildren(...staged.map((f, i) => {
+    const li = el("li", "chip", `📎 ${f.name} (${Math.max(1, Math.round(f.size / 1024))} KB)`);
+    const x = el("button", "chip-x", "✕");
+    x.type = "button";
+    x.title = `Do not attach ${f.name}`;
+    x.addEventListener("click", () => { staged.splice(i, 1); renderStaged(); });
+    li.append(x);
+    return li;
+  }));
+  list.hidden = staged.length === 0;
+}
+
+function stage(files) {
+  for (const f of files) staged.push(f);
+  renderStaged();
+}
+
+async function upload(run, text) {
+  const body = new FormData();
+  for (const f of staged) body.append("file", f, f.name);
+  if (text) body.append("text", text);
+  let data;
+  try {
+    const r = await fetch(`/api/runs/${run}/files`, { method: "POST", body });
+    try { data = await r.json(); } catch (_) { data = { ok: false, error: `HTTP ${r.status}` }; }
+  } catch (err) {
+    data = { ok: false, error: "The server is not reachable; try again in a moment." };
+  }
+  if (data.ok) {
+    staged.length = 0;
+    renderStaged();
+    data.message = `Attached ${data.files.map((f) => f.path).join(", ")}.`;
+  }
+  return data;
+}
+
 async function onSay(oracle) {
   const box = $("say");
   const text = box.value.trim();
+  if (!oracle && staged.length && state.selected) {
+    const result = await upload(state.selected, text);
+    if (result.ok) box.value = "";
+    said(result);
+    return;
+  }
   if (!text || !state.selected) { box.focus(); return; }
   const run = state.selected;
   const ended = isEnded(state.runs.get(run));
@@ -454,6 +521,16 @@ function init() {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); onSay(false); }
   });
   $("ask-oracle").addEventListener("click", () => onSay(true));
+  $("attach").addEventListener("click", () => $("file-input").click());
+  $("file-input").addEventListener("change", (e) => { stage(e.target.files); e.target.value = ""; });
+  const composer = $("composer");
+  composer.addEventListener("dragover", (e) => { e.preventDefault(); composer.classList.add("dropping"); });
+  composer.addEventListener("dragleave", () => composer.classList.remove("dropping"));
+  composer.addEventListener("drop", (e) => {
+    e.preventDefault();
+    composer.classList.remove("dropping");
+    if (e.dataTransfer && e.dataTransfer.files.length) stage(e.dataTransfer.files);
+  });
   $("stop-dialog").addEventListener("close", onStopClosed);
   $("toggle-runs").addEventListener("click", () => document.body.classList.toggle("runs-open"));
   const m = /^#run=([A-Za-z0-9_-]+)$/.exec(location.hash);

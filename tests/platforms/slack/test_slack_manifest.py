@@ -20,6 +20,7 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "chat.postEphemeral": {"chat:write"}, "reactions.add": {"reactions:write"},
     "reactions.remove": {"reactions:write"}, "users.info": {"users:read"}, "views.open": set(),
     "conversations.open": {"im:write"}, "agents.sessions.setStatus": {"chat:write", "assistant:write"},
+    "files.getUploadURLExternal": {"files:write"}, "files.completeUploadExternal": {"files:write"},
 }
 EVENT_OF_SUBSCRIPTION = {"message.channels": "message", "message.groups": "message"}
 
@@ -33,7 +34,7 @@ def test_the_manifest_declares_what_the_bridge_needs() -> None:
     m = manifest()
     scopes = set(m["oauth_config"]["scopes"]["bot"])
     assert {"chat:write", "commands", "app_mentions:read", "channels:history", "groups:history", "reactions:write",
-            "im:write", "users:read", "assistant:write"} <= scopes
+            "im:write", "users:read", "assistant:write", "files:read", "files:write"} <= scopes
     assert {c["command"] for c in m["features"]["slash_commands"]} == {"/flower", "/stop"}
     assert all(not c["should_escape"] and len(c["description"]) <= 100 for c in m["features"]["slash_commands"])
     shortcuts = m["features"]["shortcuts"]

@@ -1,0 +1,145 @@
+"""The run's files: what it created or changed in its workspace, on its summary card and, on request, in
+the thread.
+
+    run ends ──▶ changed(workspace, since)     a git workspace: `git status --porcelain` (+ `git diff
+        │                                      --stat HEAD`); else files modified since the run began.
+        │                                      inbox/ (what people attached) is not the run's work.
+        ▼
+    summary card + "📦 4 files changed: report.md, src/cli.py, …" and a **Files** button (fl1:fil:<run>)
+        │ click (who may answer the run may see its files)
+        ▼
+    post_files ──▶ one message per file with it attached (at most MAX_FILES, none over MAX_FILE_BYTES),
+                   a git workspace's patch as one `changes.diff`, and a line listing the rest with the reason
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from adapters.hub.results import IntentResult
+from adapters.hub.workspace import INBOX, inside, workspace_files
+from adapters.ids import encode
+from adapters.platform.messages import Button, FileRef, OutMessage
+from adapters.state import RunRecord
+from adapters.surface import ThreadRef
+from adapters.view.shares import human_size
+
+if TYPE_CHECKING:
+    from adapters.hub.hub import Hub
+
+__all__ = ["Changes", "changed", "post_files", "with_changes"]
+
+log = logging.getLogger(__name__)
+
+GIT_S = 20.0  # a git command on a big checkout; past it the card lists no changes rather than wait
+NAMED = 5  # paths named on the card
+MAX_FILES = 10  # files uploaded per click (the strictest platform takes 10 a message)
+MAX_FILE_BYTES = 8 * 1024 * 1024  # under the strictest platform's upload limit (10 MiB)
+DIFF_MAX = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Changes:
+    paths: list[str] = field(default_factory=list)  # relative to the workspace
+    stat: str = ""  # `git diff --stat` when the workspace is a git repository
+    git: bool = False
+
+    def line(self) -> str:
+        if not self.paths:
+            return ""
+        shown = ", ".join(self.paths[:NAMED]) + (", …" if len(self.paths) > NAMED else "")
+        return f"📦 {len(self.paths)} file{'s' if len(self.paths) != 1 else ''} changed: {shown}"
+
+
+async def _git(workspace: Path, *args: str) -> str | None:
+    """A git command's output (None: not a repository, no git, or it took too long)."""
+    try:
+        proc = await asyncio.create_subprocess_exec("git", "-C", str(workspace), *args,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    except OSError:
+        return None
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), GIT_S)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        return None
+    return out.decode("utf-8", "replace") if proc.returncode == 0 else None
+
+
+def _not_inbox(path: str) -> bool:
+    return not path.startswith(INBOX + "/")
+
+
+async def changed(workspace: Path, since: float) -> Changes:
+    """What the run created or changed (never raises: an unreadable workspace has no changes)."""
+    if not workspace.is_dir():
+        return Changes()
+    top = await _git(workspace, "rev-parse", "--show-toplevel")
+    # Only a workspace that is a repository's root: one inside a bigger checkout is not the run's to report.
+    own = top is not None and Path(top.strip()).resolve() == workspace.resolve()
+    status = await _git(workspace, "status", "--porcelain=v1", "-z", "--untracked-files=all") if own else None
+    if status is not None:
+        paths = []
+        for entry in status.split("\0"):
+            if len(entry) > 3 and entry[2] == " ":
+                paths.append(entry[3:])
+        stat = await _git(workspace, "diff", "--stat", "HEAD") or ""
+        return Changes(sorted(p for p in paths if _not_inbox(p) and not p.endswith("/")), stat.strip(), git=True)
+    try:
+        listed = await asyncio.to_thread(workspace_files, workspace, since)
+    except OSError:
+        return Changes()
+    return Changes(sorted(str(f["path"]) for f in listed if f["changed"] and _not_inbox(str(f["path"]))))
+
+
+def with_changes(msgs: list[OutMessage], changes: Changes, run_id: str) -> list[OutMessage]:
+    """The summary among `msgs`, with the changed-files line (and the diff stat) and a Files button."""
+    if not changes.paths:
+        return msgs
+    text = changes.line() + (f"\n```\n{changes.stat[-1500:]}\n```" if changes.stat else "")
+    button = Button("Files", encode("fil", run_id))
+    return [dataclasses.replace(m, text=f"{m.text}\n\n{text}", buttons=[*m.buttons, button])
+            if m.kind == "summary" else m for m in msgs]
+
+
+async def post_files(hub: Hub, record: RunRecord, user: str, where: ThreadRef | None) -> IntentResult:
+    """The Files button: the run's changed files into the thread the click came from."""
+    run_id, thread = record.run_id, where or record.thread
+    decision = hub.may(user, "answer", run_id=run_id)
+    if not decision:
+        return await hub.refuse(thread, user, f"You cannot see run {run_id}'s files: {decision.reason}.", run_id)
+    workspace = Path(record.workspace)
+    changes = await changed(workspace, record.created_at)
+    if not changes.paths:
+        return await hub.refuse(thread, user, f"Run {run_id} changed no files in its workspace.", run_id)
+    msgs: list[OutMessage] = []
+    left: list[str] = []
+    for rel in changes.paths:
+        found = inside(workspace, rel)
+        size = found.stat().st_size if found is not None else -1
+        if found is None or size <= 0:
+            left.append(f"{rel} (deleted or empty)")
+        elif size > MAX_FILE_BYTES:
+            left.append(f"{rel} ({human_size(size)}: over {human_size(MAX_FILE_BYTES)})")
+        elif len(msgs) >= MAX_FILES:
+            left.append(f"{rel} (more than {MAX_FILES} files)")
+        else:
+            msgs.append(OutMessage(f"files:{run_id}:{rel}", "notice", f"📎 {rel} ({human_size(size)})",
+                                   replace=False, attachment=FileRef(str(found), found.name, size, rel, run_id)))
+    if changes.git and (diff := await _git(workspace, "diff", "HEAD")):
+        patch = diff.encode("utf-8")[:DIFF_MAX]
+        msgs.append(OutMessage(f"files:{run_id}:diff", "notice", f"📎 changes.diff ({human_size(len(patch))})",
+                               replace=False, attachment=FileRef("", "changes.diff", len(patch), content=patch)))
+    if left:
+        msgs.append(OutMessage(f"files:{run_id}:left", "notice", "Not uploaded: " + "; ".join(left[:30]),
+                               replace=False))
+    await hub.outboxes.say(thread, msgs)
+    return IntentResult(True, f"Posted {len(msgs) - (1 if left else 0)} file(s) of run {run_id}.", run_id)

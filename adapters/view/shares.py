@@ -1,0 +1,43 @@
+"""A file the agent shared (`share` on the human channel): one message with the file attached.
+
+The event is an `ask` with `payload.kind == "share"`: `path` (relative to the workspace), `file` (the
+resolved absolute path), `name`, `size`, `note`. The message's text names the file and its size and
+carries the note, so a platform that cannot upload still says what was shared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.platform.messages import FileRef, OutMessage
+from adapters.view import fmt
+
+__all__ = ["NOTE_MAX", "human_size", "shared"]
+
+NOTE_MAX = 1500  # below every platform's text limit, so the message is never split (and uploaded twice)
+
+
+def human_size(n: int) -> str:
+    """12700 -> "12.4 KB"; whole bytes below a kilobyte."""
+    if n < 1024:
+        return f"{n} B"
+    size, unit = n / 1024, "KB"
+    for bigger in ("MB", "GB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.1f} {unit}"
+
+
+def shared(run_id: str, p: dict[str, Any]) -> OutMessage | None:
+    """The message for a share event (None when the payload names no file)."""
+    path, file = str(p.get("path") or ""), str(p.get("file") or "")
+    if not path or not file:
+        return None
+    raw = p.get("size")
+    size = raw if isinstance(raw, int) and not isinstance(raw, bool) else 0
+    name = str(p.get("name") or path.rsplit("/", 1)[-1])
+    note = fmt.one_line(str(p.get("note") or ""), NOTE_MAX)
+    text = f"📎 {path} ({human_size(size)})" + (f"\n{note}" if note else "")
+    return OutMessage(key=f"share:{p.get('id') or path}", kind="notice", text=text, important=True, replace=False,
+                      attachment=FileRef(file, name, size, rel=path, run_id=run_id))

@@ -1,0 +1,107 @@
+"""The run's files over HTTP: attach files to a run, list its workspace, download one file.
+
+=========================================  =============================================================
+route                                      body → answer
+=========================================  =============================================================
+POST /api/runs/{id}/files                  multipart: one or more `file` fields, optional `text` →
+                                           201 {"ok": true, "files": [{"name", "path", "size"}], "message"}
+GET  /api/runs/{id}/files                  → {"files": [{"path", "size", "changed"}]} (relative paths)
+GET  /api/runs/{id}/files/{path}           → the bytes, as an attachment
+=========================================  =============================================================
+
+An upload is read part by part and stops as soon as a file passes the run's `max_upload_mb` (or all of
+them its `max_run_upload_mb`): 413, nothing saved. No file, an empty one or a bad name: 400; an unknown
+run or a path outside the workspace (`..`, absolute, a symlink out, nothing there): 404 and nothing read.
+The hub saves the files and mails the run (`Hub.attach`); this module only reads the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from urllib.parse import quote
+
+from aiohttp import BodyPartReader, web
+
+from adapters.hub import Incoming, inside, workspace_files
+from adapters.platform.limits import WEB
+from adapters.web.api import WEB_USER, ApiError, record_of, web_of
+
+__all__ = ["file_routes"]
+
+CHUNK = 64 * 1024
+
+
+async def _read_file(part: BodyPartReader, room: int, limit_text: str) -> bytes:
+    """A part's bytes, refused with 413 the moment they pass `room`."""
+    data = bytearray()
+    while chunk := await part.read_chunk(CHUNK):
+        data += chunk
+        if len(data) > room:
+            raise ApiError(413, f"{part.filename or 'a file'!r} is over {limit_text}; nothing was saved")
+    return bytes(data)
+
+
+async def attach(request: web.Request) -> web.Response:
+    w, record = web_of(request), record_of(request)
+    if not request.content_type.startswith("multipart/"):
+        raise ApiError(415, f"send multipart/form-data with `file` fields (got {request.content_type!r})")
+    where = w.where(record)
+    limits = w.hub.upload_limits(record.run_id, where.get("where"))
+    files: list[Incoming] = []
+    text, total = "", 0
+    try:
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                raise ApiError(400, "nested multipart bodies are not taken")
+            if part.name == "text":  # read with a bound too: a text field is no way round the limits
+                raw = await _read_file(part, WEB.input_max * 4, f"the {WEB.input_max} character limit for 'text'")
+                text = raw.decode("utf-8", "replace")
+                if len(text) > WEB.input_max:
+                    raise ApiError(400, f"'text' is {len(text)} characters, over the {WEB.input_max} limit")
+            elif part.name == "file":
+                room = min(limits.max_file_bytes, limits.max_run_bytes - total)
+                mb = f"the {limits.max_file_bytes / 2**20:g} MB limit for one file" \
+                    if room == limits.max_file_bytes else f"the run's {limits.max_run_bytes / 2**20:g} MB limit"
+                data = await _read_file(part, room, mb)
+                total += len(data)
+                files.append(Incoming(part.filename or "", data, part.headers.get("Content-Type", "")))
+            else:
+                raise ApiError(400, f"unknown field {part.name!r} (known: file, text)")
+    except (ValueError, AssertionError) as exc:  # aiohttp's own complaints about a broken body
+        raise ApiError(400, f"malformed multipart body: {exc}") from None
+    if not files:
+        raise ApiError(400, "no `file` field: attach at least one file")
+    result = await w.hub.attach(record.run_id, files, text, WEB_USER, **where)
+    if result.ok:
+        return web.json_response({"ok": True, "message": result.message, "id": result.run_id,
+                                  "files": [{"name": f.name, "path": f.path, "size": f.size} for f in result.files]},
+                                 status=201)
+    status = {"too_large": 413, "bad_file": 400}.get(result.problem, 409)
+    return web.json_response({"ok": False, "error": result.message, "id": result.run_id}, status=status)
+
+
+async def listing(request: web.Request) -> web.Response:
+    record = record_of(request)
+    listed = await asyncio.to_thread(workspace_files, Path(record.workspace), record.created_at)
+    return web.json_response({"files": listed})
+
+
+async def download(request: web.Request) -> web.StreamResponse:
+    record = record_of(request)
+    rel = request.match_info["path"]
+    found = inside(Path(record.workspace), rel)
+    if found is None:
+        raise ApiError(404, f"run {record.run_id} has no file {rel[:200]!r}")
+    # Always a download, never rendered: a file the agent or a person wrote must not run as this page.
+    return web.FileResponse(found, headers={"Content-Type": "application/octet-stream",
+                                            "Content-Disposition": f"attachment; filename*=UTF-8''{quote(found.name)}"})
+
+
+def file_routes() -> list[web.RouteDef]:
+    return [
+        web.post("/api/runs/{run_id}/files", attach),
+        web.get("/api/runs/{run_id}/files", listing),
+        web.get("/api/runs/{run_id}/files/{path:.+}", download),
+    ]

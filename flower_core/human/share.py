@@ -1,0 +1,82 @@
+"""share(path, note): the agent posts a file of its workspace into the conversation ("here is the chart").
+
+    model ── mcp__human__share {path, note} ──▶ resolve inside the workspace (symlinks followed first)
+                                                  │ outside, missing, not a file, empty: the tool result
+                                                  │ says so (is_error) and nothing is emitted
+                                                  ▼
+             ◀── "shared" ────────────────  Event("ask", text=note, payload={"kind": "share", "id",
+                                             "state": "shared", "path", "file", "name", "size"})
+
+It is an `ask`-family event so that front ends that do not know it fall through their `else` branch;
+`path` is relative to the workspace, `file` the resolved absolute path a front end reads to post it.
+The workspace is the channel's `share_root`, which `Workflow.run` sets to the runtime's workspace.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flower_core.events import Event
+
+if TYPE_CHECKING:
+    from .channel import HumanChannel
+
+__all__ = ["SHARE_DESCRIPTION", "SHARE_SCHEMA", "resolve_share", "share"]
+
+SHARE_DESCRIPTION = (
+    "Post a file from your workspace into the conversation with the human (a report, a chart, a patch), "
+    "with a short note saying what it is. Only files inside the workspace can be shared."
+)
+SHARE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "The file, relative to the workspace (or absolute inside it)."},
+        "note": {"type": "string", "description": "One line for the human: what the file is."},
+    },
+    "required": ["path"],
+}
+NOTE_MAX = 2000
+
+SHARED = "已把 {path} 发到对话里。"
+OUTSIDE = "不能分享 {path}:它在工作区之外。只能分享工作区里的文件。"
+MISSING = "不能分享 {path}:工作区里没有这个文件。"
+EMPTY = "不能分享 {path}:文件是空的。"
+NO_ROOT = "这次运行没有可以分享文件的对话。"
+
+
+def resolve_share(root: Path, path: str) -> tuple[Path | None, str]:
+    """The file `path` names inside `root` (symlinks resolved before the check), or None and the
+    model-facing reason."""
+    shown = path.strip() or "(empty path)"
+    if not path.strip() or "\x00" in path:
+        return None, MISSING.format(path=shown)
+    try:
+        base = root.resolve(strict=True)
+        target = (base / path.strip()).resolve(strict=False)
+    except (OSError, RuntimeError):
+        return None, MISSING.format(path=shown)
+    if not target.is_relative_to(base):
+        return None, OUTSIDE.format(path=shown)
+    if not target.is_file():
+        return None, MISSING.format(path=shown)
+    if target.stat().st_size == 0:
+        return None, EMPTY.format(path=shown)
+    return target, ""
+
+
+def share(channel: HumanChannel, path: str, note: str) -> tuple[str, bool]:
+    """Emit the share event; (the tool's reply, whether it is an error)."""
+    root = channel.share_root
+    if root is None:
+        return NO_ROOT, True
+    target, problem = resolve_share(Path(root), path)
+    if target is None:
+        return problem, True
+    rel = target.relative_to(Path(root).resolve()).as_posix()
+    note = (note or "").strip()[:NOTE_MAX]
+    channel._emit_on_loop(Event("ask", text=note or rel, payload={  # the channel's own emitter (same package)
+        "kind": "share", "id": "s" + uuid.uuid4().hex[:10], "state": "shared", "path": rel, "file": str(target),
+        "name": target.name, "size": target.stat().st_size, "note": note}))
+    return SHARED.format(path=rel), False

@@ -1,0 +1,122 @@
+"""The run's files over HTTP (adapters/web/files.py): upload, list, download — aiohttp's test client.
+
+The upload test drives a real run (SDK + CLI on the model double): the file lands in the workspace and
+the model's next inbox read names it. The refusals are checked on the disk: nothing written, nothing read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp.test_utils import TestClient, TestServer
+
+from adapters.hub import UploadLimits
+from adapters.state import MemoryStateStore
+from adapters.web import WebFrontend, make_app
+from tests.conftest import scenario_of
+from tests.support.hub_support import INBOX, ask_call, make_hub
+
+
+def files_of(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+def raw_named(name: str, body: bytes) -> aiohttp.MultipartWriter:
+    """A multipart body whose file name goes out exactly as given (FormData keeps only its last part)."""
+    writer = aiohttp.MultipartWriter("form-data")
+    part = writer.append(body, {"Content-Type": "text/plain"})
+    part.headers["Content-Disposition"] = f'form-data; name="file"; filename="{name}"'
+    return writer
+
+
+def form(*files: tuple[str, bytes, str], text: str | None = None) -> aiohttp.FormData:
+    data = aiohttp.FormData(default_to_multipart=True)
+    for name, body, kind in files:
+        data.add_field("file", body, filename=name, content_type=kind)
+    if text is not None:
+        data.add_field("text", text)
+    return data
+
+
+async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Done.", "turn": [
+        {"say": "Waiting.", "call": [ask_call("Ready?", ["yes"])]},
+        {"say": "Reading.", "call": [{"tool": INBOX, "input": {}}]},
+        {"say": "Inbox: {last_tool_result}"},
+    ]}))
+    front = WebFrontend(say=lambda s: None)
+    hub = make_hub(tmp_path, md, cli_home, front.surface, MemoryStateStore(),  # type: ignore[arg-type]
+                   uploads=UploadLimits(max_file_bytes=400_000, max_run_bytes=700_000))
+    front.attach(hub)
+    client = TestClient(TestServer(make_app(front), host="127.0.0.1"))
+    await client.start_server()
+    try:
+        run = (await (await client.post("/api/runs", json={"task": "read my file"})).json())["id"]
+        record = hub.run(run)
+        assert record is not None
+        ws = Path(record.workspace)
+        (tmp_path / "secret.txt").write_text("not yours")
+        await asyncio.wait_for(_until_asked(client, run), 60)
+
+        before = files_of(ws)
+        refusals = [
+            (await client.post(f"/api/runs/{run}/files", data=form(("big.bin", b"x" * 450_000, "application/x")))),
+            (await client.post(f"/api/runs/{run}/files", data=form(("a.bin", b"x" * 390_000, "application/x"),
+                                                                   ("b.bin", b"x" * 390_000, "application/x")))),
+            (await client.post(f"/api/runs/{run}/files", data=form(("empty.txt", b"", "text/plain")))),
+            (await client.post(f"/api/runs/{run}/files", data=raw_named("../../x.txt", b"x"))),
+            (await client.post(f"/api/runs/{run}/files", data=form(text="no file"))),
+            (await client.post(f"/api/runs/{run}/files", json={"text": "not multipart"})),
+            (await client.post("/api/runs/rnope/files", data=form(("a.txt", b"a", "text/plain")))),
+        ]
+        assert [r.status for r in refusals] == [413, 413, 400, 400, 400, 415, 404]
+        for r in refusals:
+            body = await r.json()
+            assert body["ok"] is False and body["error"], body
+        assert "empty" in (await refusals[2].json())["error"]
+        assert "outside the inbox" in (await refusals[3].json())["error"]
+        assert files_of(ws) == before and not list(tmp_path.rglob("x.txt"))  # nothing saved by any refusal
+
+        bulky = b"y" * 300_000  # over the API's 256 KB JSON body limit: uploads are read part by part
+        up = await client.post(f"/api/runs/{run}/files", data=form(("notes.md", b"# my notes\n", "text/markdown"),
+                                                                   ("bulky.bin", bulky, "application/x"),
+                                                                   text="read these"))
+        assert up.status == 201, await up.text()
+        body = await up.json()
+        assert body["ok"] and body["files"] == [{"name": "notes.md", "path": "inbox/notes.md", "size": 11},
+                                                {"name": "bulky.bin", "path": "inbox/bulky.bin", "size": 300_000}]
+        assert (ws / "inbox" / "bulky.bin").read_bytes() == bulky
+        assert (ws / "inbox" / "notes.md").read_bytes() == b"# my notes\n"
+
+        ask = (await (await client.get(f"/api/runs/{run}/asks")).json())[0]["id"]
+        assert (await client.post(f"/api/runs/{run}/answer", json={"ask_id": ask, "text": "yes"})).status == 200
+        await hub.wait(run)
+        read = md.model_requests("main")[2].last_tool_result
+        assert "📎 web attached inbox/notes.md (11 B, text/markdown)" in read and "read these" in read
+
+        (ws / "report.txt").write_text("the agent's report")
+        (ws / "out").symlink_to(tmp_path / "secret.txt")
+        listed = {f["path"]: f for f in (await (await client.get(f"/api/runs/{run}/files")).json())["files"]}
+        assert listed["inbox/notes.md"] == {"path": "inbox/notes.md", "size": 11, "changed": True}
+        assert "report.txt" in listed and "out" not in listed
+
+        got = await client.get(f"/api/runs/{run}/files/report.txt")
+        assert got.status == 200 and await got.read() == b"the agent's report"
+        assert got.headers["Content-Disposition"].startswith("attachment")
+        assert got.headers["Content-Type"] == "application/octet-stream"  # never rendered as the page
+        for bad in ("out", "%2E%2E/secret.txt", "inbox/%2E%2E/%2E%2E/secret.txt", "%2Fetc%2Fpasswd", "nope", "inbox"):
+            r = await client.get(f"/api/runs/{run}/files/{bad}")
+            assert r.status == 404, (bad, r.status)
+            assert b"not yours" not in await r.read()
+    finally:
+        await hub.close()
+        await client.close()
+        await front.stop()
+
+
+async def _until_asked(client: TestClient, run: str) -> None:
+    while not await (await client.get(f"/api/runs/{run}/asks")).json():
+        await asyncio.sleep(0.05)  # polling the API's own answer: there is no event to wait on here
