@@ -223,7 +223,9 @@ def hub_settings(cfg: BotConfig) -> HubSettings:
                        max_asks=cfg.max_asks, budget_usd=cfg.budget_usd, dm_after_s=cfg.dm_after_s,
                        park_after_s=cfg.park_after_s, wake_on_start=cfg.wake_on_start,
                        budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels
-                                        if c.max_budget_usd is not None})
+                                        if c.max_budget_usd is not None},
+                       approvals=cfg.approvals, channel_approvals={c.channel: c.approvals for c in cfg.channels
+                                                                   if c.approvals})
 
 
 def _transport(cfg: BotConfig) -> RedisTransport | None:

@@ -56,6 +56,7 @@ from adapters.transport import LocalTransport, Transport
 from adapters.transport.engine import EngineKit
 from adapters.transport.intents import StoreIntentLog
 from adapters.view import fmt as _fmt
+from adapters.view.approval_card import approval_option
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,15 @@ class Hub(HubLookups):
     async def decline(self, run_id: str, card_id: str, user: str, reason: str = "", *,
                       where: ThreadRef | None = None) -> IntentResult:
         return await self._answer(run_id, card_id, reason, user, decline=True, where=where)
+
+    async def approve(self, run_id: str, card_id: str, decision: str, user: str, text: str = "", *,
+                      where: ThreadRef | None = None) -> IntentResult:
+        """A tool approval's card: "once" / "run" are its first two options, "deny" declines it with the
+        words the agent reads; rides the answer intents (durable, one per card). ValueError: another decision."""
+        option = approval_option(self.cards.options(run_id, card_id), decision)
+        if option is None:
+            return await self.decline(run_id, card_id, user, text, where=where)
+        return await self.answer(run_id, card_id, option, user, where=where)
 
     async def _answer(self, run_id: str, card_id: str, text: str, user: str, *, decline: bool,
                       where: ThreadRef | None) -> IntentResult:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -186,6 +187,37 @@ class ApprovalGate:
             return []
         granted = data.get("granted") if isinstance(data, dict) else None
         return [t for t in granted if isinstance(t, str)] if isinstance(granted, list) else []
+
+
+RULE_KEYS = ("ask_tools", "allow_tools", "deny_tools")
+SETTING_KEYS = (*RULE_KEYS, "approval_timeout_s", "unattended_approvals")
+
+
+def merge_rules(*tables: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Approval settings layered: rule lists add up (bot, channel, run), later scalars win."""
+    out: dict[str, Any] = {}
+    for table in tables:
+        for key, value in (table or {}).items():
+            if key in RULE_KEYS:
+                out[key] = list(dict.fromkeys([*out.get(key, []), *(value or [])]))
+            elif key in SETTING_KEYS and value is not None:
+                out[key] = value
+    return out
+
+
+def gate_from(settings: Mapping[str, Any] | None, *, cwd: str | Path = "",
+              grants_path: str | Path | None = None) -> ApprovalGate | None:
+    """The gate for a run's approval settings (``SETTING_KEYS``); None when no rule asks or denies.
+    ValueError, naming the key, on a bad rule or setting."""
+    s = dict(settings or {})
+    policy = Policy.of(s.get("ask_tools"), s.get("allow_tools"), s.get("deny_tools"))
+    if not policy.active:
+        return None
+    timeout = s.get("approval_timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+        raise ValueError(f"approval_timeout_s must be a number of seconds, not {timeout!r}")
+    return ApprovalGate(policy, cwd=cwd, timeout_s=None if timeout is None else float(timeout),
+                        unattended=str(s.get("unattended_approvals") or "deny"), grants_path=grants_path)
 
 
 def _denied(tool: str, words: str) -> str:
