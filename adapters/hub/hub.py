@@ -66,7 +66,7 @@ Verb = Literal["start", "answer", "send", "stop"]
 # front end's own rules. tests/platforms/test_facade.py fails when a platform touches anything else.
 PLATFORM_FACADE = frozenset({
     # intents
-    "start", "answer", "decline", "send", "interrupt", "oracle", "stop", "wake", "continue_run", "follow",
+    "start", "answer", "decline", "approve", "send", "interrupt", "oracle", "stop", "wake", "continue_run", "follow",
     "unfollow", "said", "handle_action", "status", "refuse",
     # questions
     "run", "is_live", "runs", "run_in", "holder", "state", "thread_by_id", "followers", "open_cards",
