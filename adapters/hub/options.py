@@ -67,9 +67,24 @@ class RunOptions:
                           f"{_fmt.money(ceiling)} or less.")
         return replace(self, budget_usd=asked), None
 
+    @staticmethod
+    def approve_from(text: str) -> tuple[str, ...]:
+        """A chat option's tool list: "bash,edits" -> ("Bash", "Edit"); short names are spelled out
+        (APPROVE_ALIASES), anything else is taken as a rule as written (``problem`` checks it)."""
+        out: list[str] = []
+        for word in (w.strip() for w in text.split(",")):
+            if word:
+                out += APPROVE_ALIASES.get(word.lower(), (word,))
+        return tuple(dict.fromkeys(out))
+
     def save(self, run_dir: Path) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / OPTIONS_FILE).write_text(self.to_json(), encoding="utf-8")
 
 
 OPTIONS_FILE = "run-options.json"
+# Short names a person types for `approve=`: "edits" are every file-editing tool (an Edit rule covers them).
+APPROVE_ALIASES: dict[str, tuple[str, ...]] = {
+    "bash": ("Bash",), "shell": ("Bash",), "edits": ("Edit",), "edit": ("Edit",), "write": ("Write",),
+    "web": ("WebFetch", "WebSearch"), "all": ("Bash", "Edit", "WebFetch", "WebSearch"),
+}
