@@ -152,8 +152,12 @@ class Hub(HubLookups):
 
     async def answer(self, run_id: str, card_id: str, text: str, user: str, *,
                      where: ThreadRef | None = None) -> IntentResult:
-        """`where`: the thread the answer came from (cards of a mirrored run say where)."""
-        return await self._answer(run_id, card_id, text, user, decline=False, where=where)
+        """`where`: the thread the answer came from (cards of a mirrored run say where). On a tool approval's
+        card only its two allow options allow; any words (the Deny… form, a `q1: …` reply) deny with them."""
+        live = self.book.live.get(run_id)
+        card = live.view.open_card(card_id) if live is not None else None
+        deny = card is not None and card.kind == "approval" and text not in card.options[:2]
+        return await self._answer(run_id, card_id, text, user, decline=deny, where=where)
 
     async def decline(self, run_id: str, card_id: str, user: str, reason: str = "", *,
                       where: ThreadRef | None = None) -> IntentResult:
@@ -161,8 +165,7 @@ class Hub(HubLookups):
 
     async def approve(self, run_id: str, card_id: str, decision: str, user: str, text: str = "", *,
                       where: ThreadRef | None = None) -> IntentResult:
-        """A tool approval's card: "once" / "run" are its first two options, "deny" declines it with the
-        words the agent reads; rides the answer intents (durable, one per card). ValueError: another decision."""
+        """A tool approval: "once"/"run" answer its first two options, "deny" declines it (ValueError: other)."""
         option = approval_option(self.cards.options(run_id, card_id), decision)
         if option is None:
             return await self.decline(run_id, card_id, user, text, where=where)

@@ -16,6 +16,9 @@ from adapters.hub import Hub, RunOptions
 from adapters.memory_surface import MemorySurface
 from adapters.state import MemoryStateStore
 from adapters.surface import OutMessage
+from adapters.view import AskCard
+from adapters.view.approval_card import approval_option
+from adapters.view.asks import render
 from bots.bot import build_parser, hub_settings
 from bots.config import ConfigError, load_config
 from bots.flows import single_flow
@@ -123,3 +126,50 @@ def test_the_policy_comes_from_bot_and_channel_tables_and_a_bad_rule_is_a_config
         path.write_text(bad, encoding="utf-8")
         with pytest.raises(ConfigError):
             load_config(build_parser().parse_args(["--config", str(path)]), {})
+
+
+async def test_words_on_an_approval_card_deny_whatever_they_say(double_factory: Any, cli_home: Path,
+                                                               tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": TURNS}))
+    surface, store = MemorySurface(), MemoryStateStore()
+    watch = Watch(surface)
+    hub = hub_for(tmp_path, md, cli_home, surface, store, approvals={"ask_tools": ["Bash"]})
+    try:
+        started = await hub.start("run it", THREAD, "alice")
+        card = await watch.card("ask:1-q1")
+        words = next(b for b in card.buttons if b.label == "Deny…")
+        assert (await hub.handle_action(words.action_id, "alice", delivery_id="w1")).needs_input  # a words form
+        assert (await hub.answer(started.run_id, "1-q1", "yes", "alice")).ok  # typed in the Deny… form
+        live = await hub.wait(started.run_id)
+        assert live is not None and live.outcome is not None and live.outcome.state == "done"
+        workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
+        assert not (workspace / "effect.txt").exists() and md.model_requests()[-1].last_tool_result.endswith("yes")
+        settled = await watch.card("ask:1-q1", open_=False)
+        assert settled.title == "🚫 Bash denied by alice" and "Reason: yes" in settled.text
+    finally:
+        await hub.close()
+
+
+def test_the_card_previews_an_edit_as_a_bounded_diff_and_names_each_outcome() -> None:
+    old = "\n".join(f"line {i}" for i in range(40))
+    new = "\n".join(f"LINE {i}" for i in range(40))
+    facts = {"tool": "Edit", "input": {"file_path": "/w/a.py", "old_string": old, "new_string": new}}
+    card = AskCard("1-q1", "q1", "The agent wants to run Edit: /w/a.py",
+                   ["Allow once", "Allow Edit for this run", "Deny"], kind="approval", facts=facts)
+    msg = render("r1", card)
+    assert msg.title == "🔐 The agent wants to run Edit" and "File: `/w/a.py`" in msg.text
+    assert "-line 0" in msg.text and "_… 61 more lines_" in msg.text  # 81 diff lines, 20 shown
+    assert len(msg.text.splitlines()) < 30  # bounded however long the edit
+    small = AskCard("1-q2", "q2", "?", card.options, kind="approval", facts={"tool": "Write", "input": {
+        "file_path": "/w/b.txt", "content": "hello"}})
+    assert "+hello" in render("r1", small).text and "more lines" not in render("r1", small).text
+    outcomes = {("answered", "Allow once"): "✅ Edit allowed once by ana",
+                ("answered", "Allow Edit for this run"): "✅ Edit allowed for this run by ana",
+                ("declined", "no"): "🚫 Edit denied by ana", ("timeout", ""): "⌛ Not approved in time — the call "
+                "did not run", ("cancelled", ""): "✖️ Closed — the run stopped before a decision"}
+    for (state, answer), title in outcomes.items():
+        card.state, card.answer, card.by = state, answer, "ana"
+        assert render("r1", card).title == title and not render("r1", card).buttons
+    assert approval_option(card.options, "run") == "Allow Edit for this run" and approval_option([], "deny") is None
+    with pytest.raises(ValueError, match="once, run, deny"):
+        approval_option(card.options, "always")
