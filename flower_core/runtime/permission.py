@@ -12,7 +12,8 @@ see. A hook's ``"ask"`` sends the call to the callback whatever those rules say;
 does not speak about are left to them, so a step's tools, mode and read-only roles mean what they
 meant. A call that still reaches the callback unasked is one the CLI would have refused without
 it, and it is refused with the CLI's own words. A denial's message is the tool result the model
-reads. The SDK needs streaming mode for the callback, which ``Attempt`` always uses.
+reads. A subagent's calls take the same path (tests/core/test_approvals_cli.py). The SDK needs
+streaming mode for the callback, which ``Attempt`` always uses.
 """
 
 from __future__ import annotations

@@ -164,3 +164,20 @@ async def test_a_runtime_step_keeps_its_decisions_in_the_manifest(double_factory
     assert [(d["tool"], d["input"], d["decision"], d["allowed"]) for d in row["approvals"]] == [
         ("Bash", EFFECT, "once", True), ("Bash", "rm -rf effect.txt", "rule", False)]
     assert row["approvals"][0]["by"] == "ana" and row["approvals"][0]["ask"] == "q1"
+
+
+async def test_a_subagents_bash_call_is_asked_about_too(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario_of(
+        {"name": "worker", "match": "run the effect", "turn": [
+            {"say": "On it.", "call": [bash(EFFECT)]}, {"say": "Worker saw: {last_tool_result}"}]},
+        {"name": "main", "turn": [
+            {"say": "Delegating.", "call": [{"tool": "Agent", "id": "toolu_sub1", "input": {
+                "description": "effect", "prompt": "Please run the effect script", "subagent_type": "general-purpose",
+                "run_in_background": False}}]},
+            {"say": "The worker reported: {last_tool_result}"}]}))
+    r = Run(md, cli_home, tmp_path, Policy.of(ask=["Bash"]))
+    r.decide = lambda ev: ("once", "")
+    out = await r.attempt()
+    assert out.ok and r.effect() == "ran\n" and len(r.asked()) == 1 and r.asked()[0]["tool"] == "Bash"
+    assert {q.conversation for q in md.model_requests()} == {"main", "worker"}
+    assert "Worker saw: out=42" in out.texts[-1]
