@@ -231,7 +231,9 @@ def hub_settings(cfg: BotConfig) -> HubSettings:
                                                                       if c.max_run_upload_mb is not None
                                                                       else cfg.max_run_upload_mb)
                                         for c in cfg.channels
-                                        if c.max_upload_mb is not None or c.max_run_upload_mb is not None})
+                                        if c.max_upload_mb is not None or c.max_run_upload_mb is not None},
+                       approvals=cfg.approvals, channel_approvals={c.channel: c.approvals for c in cfg.channels
+                                                                   if c.approvals})
 
 
 def _transport(cfg: BotConfig) -> RedisTransport | None:

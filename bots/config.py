@@ -51,9 +51,10 @@ FLOWS = ("starter", "single")
 LOG_FORMATS = ("text", "json")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked",
              "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start", "max_upload_mb",
-             "max_run_upload_mb"}
+             "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "approval_timeout_s",
+             "unattended_approvals"}
 _CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd", "max_upload_mb",
-                 "max_run_upload_mb"}
+                 "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools"}
 
 
 class ConfigError(Exception):
@@ -70,6 +71,7 @@ class ChannelConfig:
     max_budget_usd: float | None = None  # the budget ceiling of runs started here
     max_upload_mb: float | None = None  # None: the [bot] value
     max_run_upload_mb: float | None = None
+    approvals: dict[str, Any] = field(default_factory=dict)  # ask/allow/deny_tools, adding to the bot's
 
 
 @dataclass
@@ -98,6 +100,7 @@ class BotConfig:
     web_port: int = 8470
     config_path: Path | None = None
     channels: list[ChannelConfig] = field(default_factory=list)
+    approvals: dict[str, Any] = field(default_factory=dict)  # [bot]'s ask/allow/deny_tools and their settings
     env: dict[str, str] = field(default_factory=dict)
     tables: dict[str, Any] = field(default_factory=dict)
 
@@ -145,6 +148,7 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         web_port=_port(args.port if args.port is not None else env.get("FLOWER_WEB_PORT", 8470)),
         config_path=Path(args.config).resolve() if args.config else None,
         channels=_channels(tables.get("channels", {})),
+        approvals=_approvals(bot, "[bot]"),
         env=dict(env),
         tables=tables,
     )
@@ -294,5 +298,18 @@ def _channels(table: Any) -> list[ChannelConfig]:
             uploads[key] = None if value is None else float(value)
         out.append(ChannelConfig(name, Path(workspace).expanduser().resolve() if workspace else None,
                                  lists["starters"], lists["responders"], lists["admins"] or frozenset(),
-                                 None if ceiling is None else float(ceiling), **uploads))
+                                 None if ceiling is None else float(ceiling),
+                                 approvals=_approvals(entry, where), **uploads))
     return out
+
+
+def _approvals(table: dict[str, Any], where: str) -> dict[str, Any]:
+    """The tool-approval keys of a table, checked (Claude Code's rule syntax; see flower_core/permissions.py)."""
+    from flower_core.human.approval import SETTING_KEYS, gate_from
+
+    found = {k: table[k] for k in SETTING_KEYS if k in table}
+    try:
+        gate_from({"ask_tools": ["Bash"], **found})  # builds the policy: a bad rule or setting raises here
+    except ValueError as exc:
+        raise ConfigError(f"config: {where}: {exc}") from None
+    return found

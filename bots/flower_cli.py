@@ -1,6 +1,7 @@
 """`flower`: the command. Parses arguments, checks credentials, builds the run, hands it to the terminal.
 
-    flower "task" [--timeout S] [--asks N] [--budget USD] [--window T] [--no-handoff] [-w DIR] [-r DIR]
+    flower "task" [--timeout S] [--asks N] [--budget USD] [--approve TOOLS] [--window T] [--no-handoff]
+                  [-w DIR] [-r DIR]
     flower once "prompt" [-t TOOLS] [-i TEXT] [-p MODE] [-b USD] [-w DIR] [-r DIR]
     flower demo          # offline: a model double plays the model, no API key
 
@@ -47,6 +48,9 @@ def _flow_flags(p: argparse.ArgumentParser, *, timeout: float | None) -> None:
                    help="how long a question waits for you; 0 = unattended, questions settle at once")
     p.add_argument("--asks", type=int, default=-1, metavar="N",
                    help="question quota: negative = unlimited (default), 0 = no questions")
+    p.add_argument("--approve", default="", metavar="TOOLS",
+                   help="ask at the prompt before these tool calls run: bash, edits, write, web, all, or rules "
+                        "like 'Bash(git push:*)', comma-separated (y once, a for the run, n or words deny)")
     p.add_argument("--window", type=int, default=None, metavar="TOKENS",
                    help="the model's context window (default: inferred from the model name)")
     p.add_argument("--no-handoff", action="store_true", help="no handoff; fall back to the SDK's own compaction")
@@ -153,7 +157,8 @@ def _ask_for_task() -> str:
 async def _go(args: argparse.Namespace) -> int:
     return await run_starter(args.task, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir),
                              timeout_s=args.timeout, max_asks=None if args.asks < 0 else args.asks,
-                             window=args.window, handoff=not args.no_handoff, budget_usd=args.budget)
+                             window=args.window, handoff=not args.no_handoff, budget_usd=args.budget,
+                             approve=args.approve)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from adapters.hub import RunFactory, RunPlan, default_factory
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
+from flower_core.human.approval import gate_from
 
 __all__ = ["RESUME_PROMPT", "SINGLE_TOOLS", "flow_factory", "single_flow"]
 
@@ -20,6 +21,7 @@ SINGLE_RULES = ("You work on the task directly. When a decision needs the human,
 
 def single_flow(plan: RunPlan) -> Workflow:
     channel = HumanChannel(timeout_s=plan.timeout_s, max_asks=plan.max_asks)
+    channel.approvals = gate_from(plan.approvals, cwd=plan.workspace, grants_path=plan.run_dir / "approvals.json")
     spec = AgentSpec(name="single", system_prompt=SINGLE_RULES, allowed_tools=SINGLE_TOOLS,
                      permission_mode="acceptEdits", channel=channel)
     prompt = plan.task if not plan.waking else (plan.remark or plan.task)

@@ -24,18 +24,35 @@ def check_budget(budget_usd: float | None) -> None:
                          "(e.g. --budget 5), or leave --budget out for no cap.")
 
 
+def approvals_of(approve: str) -> dict[str, Any] | None:
+    """--approve's tools as the run's approval settings; UsageError naming a bad rule."""
+    from adapters.hub import RunOptions
+    from flower_core.permissions import parse_rules
+
+    tools = RunOptions.approve_from(approve)
+    if not tools:
+        return None
+    try:
+        parse_rules(list(tools), key="--approve")
+    except ValueError as exc:
+        raise UsageError(f"flower: {exc}") from exc
+    return {"ask_tools": list(tools)}
+
+
 async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: float, max_asks: int | None,
                       window: int | None, handoff: bool, env: dict[str, str] | None = None,
-                      render: Render | None = None, budget_usd: float | None = None) -> int:
-    """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code."""
+                      render: Render | None = None, budget_usd: float | None = None, approve: str = "") -> int:
+    """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code.
+    ``approve``: the tools to ask about at the prompt before they run ("bash,edits")."""
     from flower_core import BudgetError, Oracle, Runtime, starter_flow
 
     render = render or Render()
     check_budget(budget_usd)
+    approvals = approvals_of(approve)
     workspace.mkdir(parents=True, exist_ok=True)
     try:
         wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks,
-                          budget_usd=budget_usd)
+                          budget_usd=budget_usd, approvals=approvals)
     except BudgetError as exc:
         raise UsageError(f"flower: {exc}") from exc
     except ValueError as exc:  # no task and no earlier brief to wake from

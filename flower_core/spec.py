@@ -229,6 +229,10 @@ def build_options(
     # else: fork/resume_at without resume are ignored on purpose (see docstring).
     if stderr is not None:
         kwargs["stderr"] = stderr
+    if spec.channel is not None:  # a channel with an approval policy decides tool calls (runtime/permission.py)
+        from flower_core.runtime.permission import wire
+
+        kwargs = wire(kwargs, spec.channel)
     kwargs.update(spec.extra)
     return ClaudeAgentOptions(**kwargs)
 

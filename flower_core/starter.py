@@ -176,16 +176,18 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
                  goal: bool = True, clarify_only: bool = False, new: bool = False, instructions: str = "",
                  worker_prompt: str = roles.WORKER_PROMPT, home: str | Path | None = None,
                  brief_name: str = "需求.md", goal_name: str = "目标.md", qa_name: str = "问答记录.md",
-                 budget_usd: float | None = None, budget_steps: tuple[float, ...] = DEFAULT_STEPS) -> Workflow:
+                 budget_usd: float | None = None, budget_steps: tuple[float, ...] = DEFAULT_STEPS,
+                 approvals: dict[str, Any] | None = None) -> Workflow:
     """clarify -> goal -> work, with ``wf.workbench`` and ``wf.channel`` ready for the driver.
 
     ``new=True`` archives the lineage, brief and goal first (into ``notes/archive/<time>/``).
     ``budget_usd`` is the cost cap (``wf.budget``): at it the run asks through the channel whether to
     go on (+``budget_steps``) or stop; None = no cap. Raises BudgetError (a ValueError) for a cap of
     0 (nothing may run) or a bad one, before anything is touched; ValueError when there is nothing
-    to do: no task and no frozen brief to wake from.
+    to do: no task and no frozen brief to wake from, or a bad ``approvals`` rule (human/approval.py).
     """
     from flower_core.human import HumanChannel  # the channel pulls in the SDK's MCP helpers lazily
+    from flower_core.human.approval import gate_from
 
     budget = Budget(budget_usd, steps=budget_steps) if budget_usd is not None else None
     if budget is not None and budget.cap == 0:
@@ -200,6 +202,7 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     if not waking and not task:
         raise ValueError("starter_flow needs a task, e.g. starter_flow('build me X', ...)")
     channel = HumanChannel(log_path=wb.qa_log, amend_path=wb.brief, max_asks=max_asks, timeout_s=timeout_s)
+    channel.approvals = gate_from(approvals, cwd=wb.workspace, grants_path=Path(run_dir) / "approvals.json")
     if budget is not None:
         budget.channel = channel
     remark = task if waking else ""

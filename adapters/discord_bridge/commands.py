@@ -61,15 +61,19 @@ class FlowerCommands(app_commands.Group):
     @app_commands.command(name="run", description="Start a run; it speaks in a new thread under its status card")
     @app_commands.describe(task="What the agent should do", timeout="Seconds a question waits for an answer "
                            "(0 = never wait)", asks="How many questions it may ask (0 = none)",
-                           budget="Cost cap in US dollars")
+                           budget="Cost cap in US dollars",
+                           approve="Tools to ask about first: bash, edits, write, web, all, or rules like "
+                           "Bash(git push:*)")
     async def run(self, interaction: discord.Interaction[Any], task: app_commands.Range[str, 1, TEXT_MAX],
                   timeout: app_commands.Range[float, 0, 604800] | None = None,
                   asks: app_commands.Range[int, 0, 1000] | None = None,
-                  budget: app_commands.Range[float, 0, 10000] | None = None) -> None:
+                  budget: app_commands.Range[float, 0, 10000] | None = None,
+                  approve: app_commands.Range[str, 1, 500] | None = None) -> None:
         reply = Reply(interaction)
         reply.ack(thinking=True)
         async with reply.active():
-            await self._start(reply, interaction, task, RunOptions(timeout, asks, budget))
+            tools = RunOptions.approve_from(approve) if approve else None
+            await self._start(reply, interaction, task, RunOptions(timeout, asks, budget, tools))
 
     async def _start(self, reply: Reply, interaction: discord.Interaction[Any], task: str,
                      options: RunOptions) -> None:
@@ -84,6 +88,9 @@ class FlowerCommands(app_commands.Group):
         allowed = hub.may(user, "start", channel=f"{PLATFORM}:{channel.id}")
         if not allowed:
             await reply.say(f"Not started: {allowed.reason}.")
+            return
+        if (bad := options.problem()) is not None:  # before a thread is opened for nothing
+            await reply.say(f"Not started: {bad}")
             return
         try:
             starter = await channel.send(embed=_starting(task, interaction.user), allowed_mentions=NO_MENTIONS)

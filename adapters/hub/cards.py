@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from adapters.hub.book import RunBook
 from adapters.hub.ledger import CardLedger, CardRecord
@@ -45,6 +46,8 @@ class OpenCard:
     question: str
     options: list[str]
     waited_s: float | None  # None when the run is asleep (nobody is timing it now)
+    kind: str = ""  # "" a question, "approval" a tool call waiting for a person, "budget" the cost cap
+    facts: dict[str, Any] = field(default_factory=dict)  # an approval's tool and input (known while live)
 
 
 class CardBook:
@@ -91,7 +94,8 @@ class CardBook:
         if live is not None:
             now = time.time()
             return [OpenCard(c.card_id, c.question, list(c.options),
-                             round(max(0.0, now - c.asked_at), 1) if c.asked_at is not None else None)
+                             round(max(0.0, now - c.asked_at), 1) if c.asked_at is not None else None,
+                             c.kind, dict(c.facts))
                     for c in live.view.open_cards()]
         ledger = self._ledger(run_id)
         return [OpenCard(c.card_id, c.question, list(c.options), None)

@@ -58,6 +58,7 @@ from adapters.transport import LocalTransport, Transport
 from adapters.transport.engine import EngineKit
 from adapters.transport.intents import StoreIntentLog
 from adapters.view import fmt as _fmt
+from adapters.view.approval_card import approval_option
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +68,8 @@ Verb = Literal["start", "answer", "send", "stop"]
 # front end's own rules. tests/platforms/test_facade.py fails when a platform touches anything else.
 PLATFORM_FACADE = frozenset({
     # intents
-    "start", "answer", "decline", "send", "attach", "interrupt", "oracle", "stop", "wake", "continue_run",
-    "resume", "follow", "unfollow", "said", "handle_action", "status", "refuse",
+    "start", "answer", "decline", "approve", "send", "attach", "interrupt", "oracle", "stop", "wake",
+    "continue_run", "resume", "follow", "unfollow", "said", "handle_action", "status", "refuse",
     # questions
     "run", "is_live", "runs", "run_in", "holder", "state", "thread_by_id", "followers", "open_cards",
     "card_state", "card_by_key", "may", "followable", "resumable", "seen", "display", "upload_limits",
@@ -155,12 +156,24 @@ class Hub(HubLookups):
 
     async def answer(self, run_id: str, card_id: str, text: str, user: str, *,
                      where: ThreadRef | None = None) -> IntentResult:
-        """`where`: the thread the answer came from (cards of a mirrored run say where)."""
-        return await self._answer(run_id, card_id, text, user, decline=False, where=where)
+        """`where`: the thread the answer came from (cards of a mirrored run say where). On a tool approval's
+        card only its two allow options allow; any words (the Deny… form, a `q1: …` reply) deny with them."""
+        live = self.book.live.get(run_id)
+        card = live.view.open_card(card_id) if live is not None else None
+        deny = card is not None and card.kind == "approval" and text not in card.options[:2]
+        return await self._answer(run_id, card_id, text, user, decline=deny, where=where)
 
     async def decline(self, run_id: str, card_id: str, user: str, reason: str = "", *,
                       where: ThreadRef | None = None) -> IntentResult:
         return await self._answer(run_id, card_id, reason, user, decline=True, where=where)
+
+    async def approve(self, run_id: str, card_id: str, decision: str, user: str, text: str = "", *,
+                      where: ThreadRef | None = None) -> IntentResult:
+        """A tool approval: "once"/"run" answer its first two options, "deny" declines it (ValueError: other)."""
+        option = approval_option(self.cards.options(run_id, card_id), decision)
+        if option is None:
+            return await self.decline(run_id, card_id, user, text, where=where)
+        return await self.answer(run_id, card_id, option, user, where=where)
 
     async def _answer(self, run_id: str, card_id: str, text: str, user: str, *, decline: bool,
                       where: ThreadRef | None) -> IntentResult:

@@ -26,6 +26,7 @@ from adapters.surface import ThreadRef
 from adapters.transport import RunPlan, Transport
 from adapters.view import RunView, ViewConfig
 from flower_core import Event
+from flower_core.human.approval import merge_rules
 
 Tap = Callable[[str, Event], object]
 
@@ -44,12 +45,15 @@ class Launcher:
         (`said`: the words that start a next round; a round woken after a restart has none) and its books
         so far (what it spent, its cap as last raised)."""
         opts, s = RunOptions.load(Path(record.run_dir)), self.settings
+        where = f"{record.thread.platform}:{record.thread.channel}"  # the channel's approvals add to the bot's
         return RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
                        round=record.round, said=said,
                        timeout_s=s.timeout_s if opts.timeout_s is None else opts.timeout_s,
                        max_asks=s.max_asks if opts.max_asks is None else opts.max_asks,
                        budget_usd=record.cap_usd if record.cap_usd is not None else
-                       s.budget_usd if opts.budget_usd is None else opts.budget_usd, spent_usd=record.spent_usd)
+                       s.budget_usd if opts.budget_usd is None else opts.budget_usd, spent_usd=record.spent_usd,
+                       approvals=merge_rules(s.approvals, s.channel_approvals.get(where),
+                                             {"ask_tools": list(opts.approve or ())}))
 
     def launch(self, record: RunRecord, *, waking: bool, remark: str = "", attach: bool = False,
                after: LiveRun | None = None, restoring: bool = False, said: str = "") -> LiveRun:

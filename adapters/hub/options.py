@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from adapters.view import fmt as _fmt
+from flower_core.permissions import parse_rules
 
 __all__ = ["OPTIONS_FILE", "RunOptions"]
 
@@ -21,6 +22,7 @@ class RunOptions:
     timeout_s: float | None = None
     max_asks: int | None = None
     budget_usd: float | None = None
+    approve: tuple[str, ...] | None = None  # tools to ask about before they run, beside the channel's
 
     def to_json(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items() if v is not None})
@@ -32,7 +34,12 @@ class RunOptions:
         except (OSError, ValueError):
             return cls()
         known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known}) if isinstance(data, dict) else cls()
+        if not isinstance(data, dict):
+            return cls()
+        kept = {k: v for k, v in data.items() if k in known}
+        if isinstance(kept.get("approve"), list):
+            kept["approve"] = tuple(kept["approve"])
+        return cls(**kept)
 
     def problem(self) -> str | None:
         """What is wrong with these choices, said to the person who made them (None: nothing)."""
@@ -40,6 +47,11 @@ class RunOptions:
             return "The question quota must be 0 or more."
         if self.budget_usd is not None and self.budget_usd < 0:
             return "The budget must be 0 or more dollars."
+        if self.approve is not None:
+            try:
+                parse_rules(list(self.approve), key="approve")
+            except ValueError as exc:
+                return f"Bad approval list: {exc}"
         return None
 
     def within(self, ceiling: float | None, *, default: float | None) -> tuple[RunOptions, str | None]:
@@ -55,9 +67,24 @@ class RunOptions:
                           f"{_fmt.money(ceiling)} or less.")
         return replace(self, budget_usd=asked), None
 
+    @staticmethod
+    def approve_from(text: str) -> tuple[str, ...]:
+        """A chat option's tool list: "bash,edits" -> ("Bash", "Edit"); short names are spelled out
+        (APPROVE_ALIASES), anything else is taken as a rule as written (``problem`` checks it)."""
+        out: list[str] = []
+        for word in (w.strip() for w in text.split(",")):
+            if word:
+                out += APPROVE_ALIASES.get(word.lower(), (word,))
+        return tuple(dict.fromkeys(out))
+
     def save(self, run_dir: Path) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / OPTIONS_FILE).write_text(self.to_json(), encoding="utf-8")
 
 
 OPTIONS_FILE = "run-options.json"
+# Short names a person types for `approve=`: "edits" are every file-editing tool (an Edit rule covers them).
+APPROVE_ALIASES: dict[str, tuple[str, ...]] = {
+    "bash": ("Bash",), "shell": ("Bash",), "edits": ("Edit",), "edit": ("Edit",), "write": ("Write",),
+    "web": ("WebFetch", "WebSearch"), "all": ("Bash", "Edit", "WebFetch", "WebSearch"),
+}

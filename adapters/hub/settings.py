@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from adapters.view import ViewConfig
 
@@ -43,6 +44,10 @@ class HubSettings:
     # "platform:channel" -> the most a run started there may spend (a starter cannot ask for more)
     budget_ceilings: Mapping[str, float] = field(default_factory=dict)
     dm_after_s: float | None = 60.0  # a question waiting longer reaches its owner by direct message
+    # Tool approvals (flower_core.human.approval.SETTING_KEYS): the bot's, and "platform:channel" -> the
+    # channel's, which add to the bot's; a run's own `approve` list adds tools to ask about.
+    approvals: Mapping[str, Any] = field(default_factory=dict)
+    channel_approvals: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     park_after_s: float | None = 120.0  # a question waiting longer closes the run's CLI (None: never)
     wake_on_start: bool = True  # runs the last process left live come back by themselves
     oracle: bool = True  # runs answer side questions (`?…`)

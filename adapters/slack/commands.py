@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 HELP = (
     "*flower* runs a long agent task in a thread of this channel.\n"
     "• `/flower <task>` (or `@flower <task>`) starts a run: its status card opens a thread, and everything the run "
-    "says goes there. Options may come first: `/flower budget=5 timeout=600 asks=3 <task>`.\n"
+    "says goes there. Options may come first: `/flower budget=5 timeout=600 asks=3 approve=bash,edits <task>`.\n"
     "• Questions come as cards with buttons; reply `q2: <text>` in the thread to answer in words.\n"
     "• Any other reply in the thread goes to the agent's inbox (📨 queued, 📬 delivered); start it with `?` to ask "
     "the read-only oracle instead.\n"
@@ -96,7 +96,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         else:
             await ack()
             await ctx.know(user, name)
-            result = await ctx.start_run(cmd.text, channel, user, options=cmd.options)
+            result = await ctx.start_run(cmd.text, channel, user, options=cmd.options, approve=cmd.approve)
             if not result.ok and not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
 

@@ -17,8 +17,9 @@ Slash command grammar (`/flower`):
 
 `follow`/`unfollow` take exactly one word, the run id; with more words it is a task ("follow the
 style guide") and starts a run. A task may begin with per-run options, as Discord's command takes
-them: ``/flower budget=5 timeout=600 asks=3 write a CLI`` (cost cap in dollars, question window in
-seconds, question quota); a malformed value is a usage error, not part of the task.
+them: ``/flower budget=5 timeout=600 asks=3 approve=bash,edits write a CLI`` (cost cap in dollars,
+question window in seconds, question quota, tools to ask about before they run); a malformed value is a
+usage error, not part of the task.
 """
 
 from __future__ import annotations
@@ -66,20 +67,24 @@ class FlowerCommand:
     text: str = ""  # the task (start), the run id (follow, unfollow, wake, resume) or what was not understood (usage)
     options: dict[str, float] = field(default_factory=dict)  # start: budget_usd, timeout_s, max_asks
     words: str = ""  # resume: what the run should do next ("" to only show it here)
+    approve: str = ""  # start: `approve=bash,edits` as typed (RunOptions.approve_from reads it)
 
 
 OPTION_NAMES = {"budget": "budget_usd", "timeout": "timeout_s", "asks": "max_asks"}
 
 
-def _leading_options(words: str) -> tuple[dict[str, float], str] | None:
-    """`budget=5 timeout=600 rest…` -> ({budget_usd: 5, timeout_s: 600}, "rest…"); None when malformed."""
+def _leading_options(words: str) -> tuple[dict[str, float], str, str] | None:
+    """`budget=5 approve=bash rest…` -> ({budget_usd: 5}, "bash", "rest…"); None when malformed."""
     options: dict[str, float] = {}
-    rest = words
+    approve, rest = "", words
     while True:
         head, _, tail = rest.partition(" ")
         name, eq, value = head.partition("=")
+        if eq and name.lower() == "approve" and value.strip(","):
+            approve, rest = value, tail.strip()
+            continue
         if not eq or name.lower() not in OPTION_NAMES:
-            return options, rest
+            return options, approve, rest
         try:
             number = float(value.lstrip("$"))
         except ValueError:
@@ -110,9 +115,9 @@ def parse_flower(text: str) -> FlowerCommand:
     parsed = _leading_options(words)
     if parsed is None:
         return FlowerCommand("usage", head)
-    options, task = parsed
-    if options:
-        return FlowerCommand("start", task, options) if task else FlowerCommand("usage", "")
+    options, approve, task = parsed
+    if options or approve:
+        return FlowerCommand("start", task, options, approve) if task else FlowerCommand("usage", "")
     if " " not in words.strip():
         return FlowerCommand("usage", head)  # `/flower stauts`: a typo, not a one-word task
     return FlowerCommand("start", words)

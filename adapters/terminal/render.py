@@ -222,6 +222,9 @@ class Render:
         if state == "asked" and p.get("kind") == "budget":
             self._shown_asks.add(ask_id)
             return self._budget_ask(ev)
+        if p.get("kind") == "approval":
+            self._shown_asks.add(ask_id)
+            return self._approval(p)
         if state == "asked":
             self._shown_asks.add(ask_id)
             options = [str(o) for o in p.get("options") or []]
@@ -251,6 +254,30 @@ class Render:
         if state == "cancelled":
             return [(f"  . question withdrawn{about}", "dim")]
         return [(f"  · ask {state}{about}", "dim")]
+
+    @staticmethod
+    def _approval(p: dict[str, Any]) -> list[tuple[str, str]]:
+        """A tool call waiting for a yes (flower_core/human/approval.py): y once, a for the run, n or words deny."""
+        tool, state = str(p.get("tool") or "a tool"), p.get("state", "asked")
+        raw = p.get("input")
+        args: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        what = _one_line(str(args.get("command") or args.get("file_path") or args or ""), 300)
+        if state == "asked":
+            return [(f"  ? the agent wants to run {tool}: {what}", "ask"),
+                    (f"     (y = once, a = allow {tool} for this run, n = deny, or words to deny with; Enter "
+                     "alone denies)", "dim")]
+        answer = " ".join(str(p.get("answer", "")).split())
+        low = answer.casefold()
+        if state == "answered" and low in ("y", "yes", "once", "allow once", "ok", "allow"):
+            return [(f"  + {tool} allowed once", "ok")]
+        if state == "answered" and (low in ("a", "run", "always") or low.endswith("for this run")):
+            return [(f"  + {tool} allowed for the rest of this run", "ok")]
+        if state in ("answered", "declined"):
+            words = "" if low in ("", "n", "no", "deny") else f": {_one_line(answer)}"
+            return [(f"  . {tool} denied{words} — it did not run", "warn")]
+        if state == "timeout":
+            return [(f"  ! {tool} not approved (nobody answered) — it did not run", "warn")]
+        return [(f"  . {tool} approval closed ({state})", "dim")]
 
     @staticmethod
     def _mail(ev: Event) -> list[tuple[str, str]]:

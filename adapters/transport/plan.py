@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ class RunPlan:
     round: int = 1  # 2, 3…: the run's next round, built by flower_core.next_round from the factory's workflow
     said: str = ""  # what a person said to start that round ("" when the round is woken after a restart)
     spent_usd: float = 0.0  # what the run cost before this process took it up: its cap counts it
+    # The run's tool approvals (flower_core.human.approval.SETTING_KEYS): bot + channel + the run's own asks.
+    approvals: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -63,7 +65,7 @@ def default_factory(plan: RunPlan) -> Workflow:
 
     ``plan.budget_usd`` becomes the workflow's cost cap (a budget of 0 raises: the run is refused)."""
     kw: dict[str, Any] = {"workspace": plan.workspace, "run_dir": plan.run_dir, "timeout_s": plan.timeout_s,
-                          "max_asks": plan.max_asks, "budget_usd": plan.budget_usd}
+                          "max_asks": plan.max_asks, "budget_usd": plan.budget_usd, "approvals": plan.approvals}
     if plan.waking:
         try:
             return starter_flow(plan.remark, **kw)

@@ -5,7 +5,8 @@ HumanChannel (each wake of a run gets a new one), so the hub names cards "<wake>
 ("1-q2") and may bind a re-asked question to an older card. Buttons carry the card id.
 
 A question the runtime asks itself carries a ``kind``: "budget" (the run reached its cost cap) is
-drawn as its own card — the figures, one button per raise and Stop, words for anything else.
+drawn as its own card — the figures, one button per raise and Stop, words for anything else;
+"approval" (a tool call waiting for a person) is drawn by approval_card.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from adapters.ids import encode
 from adapters.surface import Button, OutMessage
 from adapters.view import fmt
+from adapters.view.approval_card import APPROVAL, render_approval
 
 MAX_OPTION_BUTTONS = 20  # leaves room for "answer in words" and "decline" under every platform's cap
 LABEL_MAX = 70
@@ -60,6 +62,8 @@ class AskCard:
 def render(run_id: str, card: AskCard, who: fmt.Who = fmt.plain_who) -> OutMessage:
     if card.kind == BUDGET:
         return render_budget(run_id, card, who)
+    if card.kind == APPROVAL:
+        return render_approval(run_id, card, who)
     lines = [card.question]
     if card.options:
         lines.append("")

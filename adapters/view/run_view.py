@@ -253,7 +253,7 @@ class RunView:
         if not sub:
             self._trouble = None
         if self.status_card.state in ("starting", "interrupted"):
-            self.status_card.state = "waiting" if self._cards else "running"
+            self.status_card.state = self._waiting()
             return True
         return False
 
@@ -287,7 +287,7 @@ class RunView:
         if isinstance(p.get("wake"), int) and p["wake"] > 0:
             self.gen = p["wake"]
         if c.state not in status.FINAL_STATES:
-            c.state = "waiting" if self._cards else "running"
+            c.state = self._waiting()
         out.append(notices.step(self._key("step"), ev.text, p))
         return True
 
@@ -299,7 +299,7 @@ class RunView:
             card = AskCard(card_id, ask_id, ev.text, [str(o) for o in p.get("options") or []])
         if p.get("kind"):  # a question of the runtime's own (the cost cap): drawn from its figures
             card.kind = str(p["kind"])
-            card.facts = {k: p[k] for k in ("spent", "aside", "total", "cap", "step") if k in p}
+            card.facts = {k: p[k] for k in ("spent", "aside", "total", "cap", "step", "tool", "input") if k in p}
         card.ask_id, card.state = ask_id, state
         if state == "asked" and isinstance(p.get("asked_at"), int | float):
             card.asked_at = float(p["asked_at"])
@@ -316,8 +316,14 @@ class RunView:
         if self.status_card.state in status.FINAL_STATES:
             return False
         before = self.status_card.state
-        self.status_card.state = "waiting" if self._cards else "running"
+        self.status_card.state = self._waiting()
         return before != self.status_card.state or state == "asked"
+
+    def _waiting(self) -> str:
+        """"approving" when every open card is a tool call waiting for approval, else "waiting"/"running"."""
+        if not self._cards:
+            return "running"
+        return "approving" if all(c.kind == "approval" for c in self._cards.values()) else "waiting"
 
     def _handoff(self, ev: Event, p: dict[str, Any], out: list[OutMessage]) -> None:
         window = p.get("window")
@@ -340,7 +346,7 @@ class RunView:
             if parked:
                 c.state = "parked"
             elif c.state == "parked":
-                c.state = "waiting" if self._cards else "running"
+                c.state = self._waiting()
         return c.state != before
 
     def _budget(self, p: dict[str, Any], out: list[OutMessage]) -> bool:

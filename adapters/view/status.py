@@ -24,6 +24,7 @@ STATES: dict[str, tuple[str, str]] = {
     "starting": ("⏳", "Starting"),
     "running": ("▶️", "Running"),
     "waiting": ("❓", "Waiting for an answer"),
+    "approving": ("🔐", "Waiting for approval"),  # every open card is a tool call waiting for a person
     "parked": ("🅿️", "Parked — waiting for an answer"),  # no CLI process until the answer comes
     "interrupted": ("⏸️", "Interrupted"),
     "done": ("✅", "Done"),

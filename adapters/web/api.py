@@ -4,13 +4,16 @@
 route                                      body → answer
 =========================================  =============================================================
 GET  /api/runs                             → {"runs": [run, …]} newest first
-POST /api/runs                             {"task", "timeout_s"?, "max_asks"?, "budget_usd"?} → 201 {"id", …}
+POST /api/runs                             {"task", "timeout_s"?, "max_asks"?, "budget_usd"?, "approve"?: ["Bash", …]}
+                                             → 201 {"id", …}
 GET  /api/runs/{id}                        → run
 GET  /api/runs/{id}/events?after=N         → {"events": [{"seq","kind","text","tool","payload"}], "dropped",
                                              "first", "last", "status", "live"}
-GET  /api/runs/{id}/asks                   → [{"id","question","options","waited_s"}, …] (the seed's shape)
+GET  /api/runs/{id}/asks                   → [{"id","question","options","waited_s","kind"[,"tool","input"]}, …]
+                                             (the seed's shape; "kind": "question", "approval" or "budget")
 POST /api/runs/{id}/answer                 {"ask_id", "text"}
 POST /api/runs/{id}/decline                {"ask_id", "text"?}  (text = the reason, may be empty)
+POST /api/runs/{id}/approve                {"ask_id", "decision": "once"|"run"|"deny", "text"?}  a tool approval
 POST /api/runs/{id}/send                   {"text"}  inbox mail
 POST /api/runs/{id}/interrupt              {"text"}  (empty: stop and go on)
 POST /api/runs/{id}/end                    —  stop the run for good
@@ -48,6 +51,7 @@ from adapters.ids import IdError, decode
 from adapters.platform.limits import WEB
 from adapters.state import RunRecord
 from adapters.surface import ThreadRef
+from adapters.web.events import json_safe
 
 if TYPE_CHECKING:
     from adapters.web.frontend import WebFrontend
@@ -57,6 +61,7 @@ __all__ = ["WEB_KEY", "WEB_USER", "ApiError", "new_thread", "routes", "run_json"
 log = logging.getLogger(__name__)
 
 WEB_USER = "web"
+APPROVAL_DECISIONS = ("once", "run", "deny")
 WEB_KEY: web.AppKey[WebFrontend] = web.AppKey("flower_web")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -197,11 +202,17 @@ async def list_runs(request: web.Request) -> web.Response:
 async def start_run(request: web.Request) -> web.Response:
     w = web_of(request)
     data = await read_body(request, {"task": str, "timeout_s": (int, float), "max_asks": int,
-                                     "budget_usd": (int, float)})
+                                     "budget_usd": (int, float), "approve": list})
     task = text_field(data, "task")
+    approve = data.get("approve")
+    if approve is not None and not all(isinstance(t, str) for t in approve):
+        raise ApiError(400, "'approve' must be a list of tool rules (strings), e.g. [\"Bash\", \"Edit\"]")
     options = RunOptions(timeout_s=number_field(data, "timeout_s"),
                          max_asks=number_field(data, "max_asks", integer=True),
-                         budget_usd=number_field(data, "budget_usd"))
+                         budget_usd=number_field(data, "budget_usd"),
+                         approve=None if approve is None else tuple(approve))
+    if (bad := options.problem()) is not None:
+        raise ApiError(400, bad)
     thread = new_thread()
     result = await w.hub.start(task, thread, WEB_USER, options=options)
     if not result.ok:
@@ -217,8 +228,15 @@ async def get_run(request: web.Request) -> web.Response:
 
 async def asks(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
-    return web.json_response([{"id": c.card_id, "question": c.question, "options": c.options,
-                               "waited_s": c.waited_s} for c in w.hub.open_cards(record.run_id)])
+    return web.json_response([ask_json(c) for c in w.hub.open_cards(record.run_id)])
+
+
+def ask_json(card: Any) -> dict[str, Any]:
+    out = {"id": card.card_id, "question": card.question, "options": card.options, "waited_s": card.waited_s,
+           "kind": card.kind or "question"}
+    if card.kind == "approval":
+        out.update(tool=card.facts.get("tool", ""), input=json_safe(card.facts.get("input") or {}))
+    return out
 
 
 def resolve_card(w: WebFrontend, record: RunRecord, ask_id: str) -> str:
@@ -250,6 +268,20 @@ async def decline(request: web.Request) -> web.Response:
     ask_id, reason = text_field(data, "ask_id"), text_field(data, "text", required=False, empty_ok=True)
     card_id = resolve_card(w, record, ask_id.strip())
     return answered(await w.hub.decline(record.run_id, card_id, WEB_USER, reason, **w.where(record)),
+                    ask_id=card_id)
+
+
+async def approve(request: web.Request) -> web.Response:
+    w, record = web_of(request), record_of(request)
+    data = await read_body(request, {"ask_id": str, "decision": str, "text": str})
+    ask_id, decision = text_field(data, "ask_id"), text_field(data, "decision").strip()
+    words = text_field(data, "text", required=False, empty_ok=True)
+    if decision not in APPROVAL_DECISIONS:
+        raise ApiError(400, f"decision must be one of {', '.join(APPROVAL_DECISIONS)}, got {shown(decision)}")
+    card_id = resolve_card(w, record, ask_id.strip())
+    if not any(c.card_id == card_id and c.kind == "approval" for c in w.hub.open_cards(record.run_id)):
+        raise ApiError(400, f"{card_id} is a question, not a tool approval: use .../answer or .../decline")
+    return answered(await w.hub.approve(record.run_id, card_id, decision, WEB_USER, words, **w.where(record)),
                     ask_id=card_id)
 
 
@@ -337,6 +369,7 @@ def routes() -> list[web.RouteDef]:
         web.get("/api/runs/{run_id}/asks", asks),
         web.post("/api/runs/{run_id}/answer", answer),
         web.post("/api/runs/{run_id}/decline", decline),
+        web.post("/api/runs/{run_id}/approve", approve),
         web.post("/api/runs/{run_id}/send", send),
         web.post("/api/runs/{run_id}/interrupt", interrupt),
         web.post("/api/runs/{run_id}/end", end),

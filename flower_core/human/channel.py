@@ -7,11 +7,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from flower_core.events import Event
 
 from . import records, texts
+from .approval import ApprovalMembers
 from .ask import Ask, AskState, check_question
 from .mail import Mail
 
@@ -28,12 +30,12 @@ def _release(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-class HumanChannel:
+class HumanChannel(ApprovalMembers):
     """Questions and mail between the model and a person.
 
     Model side: tools ``ask`` (blocks until an outcome) and ``inbox`` (never blocks) on an in-process
     MCP server named ``human``. UI side: push (``on_event``) or pull (``next_ask``), then
-    ``answer``/``decline``/``send`` from any thread.
+    ``answer``/``decline``/``send`` from any thread. Approvals of tool calls: ``approval.py``.
     """
 
     SERVER_NAME = "human"
@@ -102,12 +104,14 @@ class HumanChannel:
         return (await self.ask_outcome(question, options)).reply
 
     async def ask_outcome(self, question: str, options: list[str] | None = None, *, kind: str = "",
-                          facts: dict[str, Any] | None = None) -> Ask:
+                          facts: dict[str, Any] | None = None, timeout_s: float | EllipsisType | None = ...) -> Ask:
         """Like ask(), but returns the settled Ask (state, answer, reply).
 
         ``kind`` marks a question the runtime asks on its own behalf (e.g. "budget", with ``facts``
         for the payload): it is not counted against ``max_asks`` and never refused as over_budget.
+        ``timeout_s`` replaces the channel's for this ask (an approval waits by its own rule).
         """
+        wait = self.timeout_s if isinstance(timeout_s, EllipsisType) else timeout_s
         loop = asyncio.get_running_loop()
         self._remember_loop()
         q, opts, problem = check_question(question, options)
@@ -122,7 +126,7 @@ class HumanChannel:
                 immediate = "over_budget"
             else:
                 self._counted += 0 if kind else 1
-                if self.timeout_s is not None and self.timeout_s <= 0:
+                if wait is not None and wait <= 0:
                     immediate = "timeout"
             if immediate:
                 self._claimed.add(ask.id)
@@ -136,7 +140,7 @@ class HumanChannel:
         self._emit(ask.event(self.remaining))
         self._wake_pullers()
         try:
-            await asyncio.wait({fut}, timeout=self.timeout_s)
+            await asyncio.wait({fut}, timeout=wait)
             if ask.id in self._parked:  # the runtime is closing this call: it must never return to the CLI
                 await loop.create_future()
         except asyncio.CancelledError:

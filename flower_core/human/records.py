@@ -37,6 +37,8 @@ def ask_entry(ask: Ask) -> str:
     lines.append(f"**结果:** {ask.state}")
     if ask.answer:
         lines.append(f"**答:** {ask.answer}")
+    if ask.facts.get("by"):  # who decided (an approval records it)
+        lines.append(f"**决定人:** {ask.facts['by']}")
     lines.append(f"**等待:** {ask.waited_s} s")
     return "\n".join(lines) + "\n"
 

@@ -30,6 +30,7 @@ class StepResult:
     resumed: bool = False
     retired: list[str] = field(default_factory=list)
     context: int = 0
+    approvals: list[dict[str, Any]] = field(default_factory=list)  # tool-call decisions (human/approval.py)
 
     @property
     def duration_s(self) -> float:

@@ -37,6 +37,7 @@ from flower_core.runtime.handoff import (
 )
 from flower_core.runtime.parked import ParkRecords
 from flower_core.runtime.parking import Parking, ParkPolicy
+from flower_core.runtime.permission import take_decisions
 from flower_core.runtime.resilience import Resilience, classify
 from flower_core.runtime.results import StepResult
 from flower_core.runtime.transcript import SessionFacts, ask_calls, human_inputs
@@ -351,6 +352,7 @@ class Runtime:
                               waiting_questions=None if channel is None else partial(_waiting_questions, channel))
             out = await attempt.run()
             self.budget.settle(out, limit, step=state.result.step)
+            state.result.approvals += take_decisions(channel)
             return out
         finally:
             if state.signal is signal:

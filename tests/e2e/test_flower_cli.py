@@ -205,3 +205,13 @@ def test_what_counts_as_credentials() -> None:
     assert has_credentials({"ANTHROPIC_AUTH_TOKEN": "t"})
     assert has_credentials({"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"})  # a gateway may need no key
     assert not has_credentials({"ANTHROPIC_API_KEY": ""})
+
+
+def test_approve_takes_short_names_and_rules_and_refuses_a_bad_one() -> None:
+    from bots.terminal_run import UsageError, approvals_of
+
+    args = build_parser().parse_args(["go", "fix it", "--approve", "bash,edits,Bash(git push:*)"])
+    assert approvals_of(args.approve) == {"ask_tools": ["Bash", "Edit", "Bash(git push:*)"]}
+    assert approvals_of("") is None and build_parser().parse_args(["go", "x"]).approve == ""
+    with pytest.raises(UsageError, match="--approve: not a tool rule"):
+        approvals_of("bash,rm -rf")

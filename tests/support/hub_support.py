@@ -133,7 +133,8 @@ def make_hub(tmp_path: Path, md: ModelDouble, cli_home: Path, surface: MemorySur
     kw.setdefault("factory", one_step_flow())
     kw.setdefault("view", QUICK)
     kw.setdefault("runtime_options", {"resilience": FAST})
-    return hub_of(surface, store, root=tmp_path / "runs", env=md.env(cli_home), **kw)
+    kw.setdefault("env", md.env(cli_home))
+    return hub_of(surface, store, root=tmp_path / "runs", **kw)
 
 
 # Both scenarios below open the same way: one question about tabs and spaces.

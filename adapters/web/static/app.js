@@ -506,6 +506,8 @@ async function onStart(e) {
   if (num("timeout") !== null) body.timeout_s = num("timeout");
   if (num("asks") !== null) body.max_asks = num("asks");
   if (num("budget") !== null) body.budget_usd = num("budget");
+  const approve = [...document.querySelectorAll("#approve input:checked")].map((box) => box.value);
+  if (approve.length) body.approve = approve;  // tools to ask about before they run (tool approvals)
   $("start").disabled = true;
   const result = await api("/api/runs", body);
   $("start").disabled = false;

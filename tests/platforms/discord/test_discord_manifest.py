@@ -20,7 +20,7 @@ def test_the_manifest_is_exactly_what_the_bot_syncs() -> None:
     assert flower["name"] == "flower" and flower["contexts"] == [0]  # guilds only: runs live in threads
     subs = {o["name"]: o for o in flower["options"]}
     assert list(subs) == ["run", "stop", "end", "status", "runs", "follow", "resume", "unfollow", "wake", "help"]
-    assert [o["name"] for o in subs["run"]["options"]] == ["task", "timeout", "asks", "budget"]
+    assert [o["name"] for o in subs["run"]["options"]] == ["task", "timeout", "asks", "budget", "approve"]
     assert all(len(o["description"]) <= 100 for o in flower["options"])
 
 

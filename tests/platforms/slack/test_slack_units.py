@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 from slack_sdk.errors import SlackApiError
 
+from adapters.hub import RunOptions
 from adapters.ids import encode
 from adapters.slack.errors import to_surface_error
 from adapters.slack.inbound import PayloadError, dedupe_key, parse_flower, read_action
@@ -116,6 +117,15 @@ def test_flower_takes_per_run_options_before_the_task(text: str, kind: str, rest
                                                        options: dict[str, float]) -> None:
     cmd = parse_flower(text)
     assert (cmd.kind, cmd.text, cmd.options) == (kind, rest, options)
+
+
+def test_flower_takes_an_approve_list_and_short_names_are_spelled_out() -> None:
+    cmd = parse_flower("budget=5 approve=bash,edits write a CLI")
+    assert (cmd.kind, cmd.text, cmd.options, cmd.approve) == ("start", "write a CLI", {"budget_usd": 5.0}, "bash,edits")
+    assert parse_flower("approve=bash").kind == "usage"  # options and no task
+    assert parse_flower("approve= go on").approve == "" and parse_flower("approve= go on").text == "approve= go on"
+    assert RunOptions.approve_from("bash,edits, Bash(git push:*),bash") == ("Bash", "Edit", "Bash(git push:*)")
+    assert RunOptions(approve=("Bash(",)).problem() is not None and RunOptions(approve=("Edit",)).problem() is None
 
 
 def test_read_action_takes_the_thread_from_the_container_or_the_message() -> None:

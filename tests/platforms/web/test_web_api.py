@@ -214,7 +214,7 @@ async def test_bad_input_is_refused_with_a_reason_and_changes_nothing(idle: Any,
     assert [r.run_id for r in hub.store.list_runs()] == [run]  # no run was started
     assert [c.card_id for c in CardLedger(record.run_dir).open_cards()] == ["1-q1"]
     assert (await (await client.get(f"/api/runs/{run}/asks")).json()) == [
-        {"id": "1-q1", "question": "Still open?", "options": ["yes"], "waited_s": None}]
+        {"id": "1-q1", "question": "Still open?", "options": ["yes"], "waited_s": None, "kind": "question"}]
 
 
 # ---- the event log: sequence numbers, catch-up, the maxlen drop signal -------------------------------------
