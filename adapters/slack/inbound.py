@@ -117,7 +117,7 @@ def parse_flower(text: str) -> FlowerCommand:
         return FlowerCommand("usage", head)
     options, approve, task = parsed
     if options or approve:
-        return FlowerCommand("start", task, options, approve) if task else FlowerCommand("usage", "")
+        return FlowerCommand("start", task, options, approve=approve) if task else FlowerCommand("usage", "")
     if " " not in words.strip():
         return FlowerCommand("usage", head)  # `/flower stauts`: a typo, not a one-word task
     return FlowerCommand("start", words)
