@@ -1,12 +1,12 @@
 """Coalescer: per key, only the latest wanted value reaches Slack, once it has held for a moment.
 
-    put(key, v1) ──┐ window_s ┌── v2 wins, sent once (or not at all when it equals what was sent)
-    put(key, v2) ──┘          └── put(key, v, now=True) cuts the wait short (a run's end)
+    put(key, v1) ──┐ quiet for window_s ┌── v2 wins, sent once (or not at all when it equals what
+    put(key, v2) ──┘  (at most max_hold_s) └── was sent); put(key, v, now=True) cuts the wait short
 
 A run that asks a question flips its status card and its agent session running → waiting → running
 within a few milliseconds when the answer comes quickly. Sending each flip costs four Web API calls
-that show nothing a person could see; holding each change for `window_s` and sending only the last
-one (skipped when it is what Slack already shows) leaves one call, or none.
+that show nothing a person could see; waiting until the key has been quiet for `window_s` and sending only
+the last one (skipped when it is what Slack already shows) leaves one call, or none.
 
 One task per key while a change waits, none when idle; what stays is the last value sent per key
 (bounded, least recently used first out). `send` returns whether the value reached Slack: when it
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
@@ -34,16 +35,19 @@ V = TypeVar("V")
 
 class Coalescer(Generic[K, V]):
     def __init__(self, send: Callable[[K, V], Awaitable[bool]], *, window_s: float = 1.0,
-                 max_keys: int = 4096, name: str = "coalescer") -> None:
+                 max_hold_s: float | None = None, max_keys: int = 4096, name: str = "coalescer") -> None:
         if window_s < 0:
             raise ValueError("window_s must be >= 0")
         self.window_s = window_s
+        # A key changing all the time is still sent this often (the window restarts with each change).
+        self.max_hold_s = 3 * window_s if max_hold_s is None else max(window_s, max_hold_s)
         self.name = name
         self.sent_count = 0  # values that reached Slack
         self.skipped = 0  # changes folded into a later one or equal to what was shown
         self._send = send
         self._pending: dict[K, V] = {}
         self._urgent: dict[K, asyncio.Event] = {}
+        self._last_put: dict[K, float] = {}
         self._sent: LRU[K, V] = LRU(max_keys)
         self._tasks: dict[K, asyncio.Task[None]] = {}
 
@@ -52,6 +56,7 @@ class Coalescer(Generic[K, V]):
         if key in self._pending:
             self.skipped += 1
         self._pending[key] = value
+        self._last_put[key] = time.monotonic()
         urgent = self._urgent.setdefault(key, asyncio.Event())
         if now:
             urgent.set()
@@ -105,9 +110,15 @@ class Coalescer(Generic[K, V]):
         try:
             while key in self._pending:
                 urgent = self._urgent.setdefault(key, asyncio.Event())
-                if not urgent.is_set():
+                held_until = time.monotonic() + self.max_hold_s
+                # Wait until the key has been quiet for window_s (or held max_hold_s, or urgent).
+                while not urgent.is_set():
+                    quiet_at = min(self._last_put.get(key, 0.0) + self.window_s, held_until)
+                    wait = quiet_at - time.monotonic()
+                    if wait <= 0:
+                        break
                     try:
-                        await asyncio.wait_for(urgent.wait(), self.window_s)
+                        await asyncio.wait_for(urgent.wait(), wait)
                     except TimeoutError:
                         pass
                 urgent.clear()
@@ -128,5 +139,6 @@ class Coalescer(Generic[K, V]):
         finally:
             if key not in self._pending:
                 self._urgent.pop(key, None)
+                self._last_put.pop(key, None)
                 if self._tasks.get(key) is asyncio.current_task():
                     del self._tasks[key]

@@ -22,6 +22,7 @@ version once it has held for `status_window_s` (at once for a run's end), and no
 already shows it. A quickly answered question flips the card running → waiting → running: that costs
 no edit. The coalescer retries a 429 or an outage itself (Retry-After honoured, up to
 `status_give_up_s`); an edit Slack refuses for good is logged and the next change tries again.
+A 429 on posts or edits in a channel holds back that method's later calls there on both paths.
 `close()` sends what still waits, within its deadline.
 """
 
@@ -83,6 +84,8 @@ class SlackSurface(PlatformSurface):
         self._provisional: set[ThreadRef] = set()  # threads whose root exists only while a start is decided
         self._told: dict[tuple[str, str], float] = {}
         self.status_give_up_s = status_give_up_s
+        # (method, channel) -> (Slack said wait until, monotonic; whether the coalescer's call was told)
+        self._held: dict[tuple[str, str], tuple[float, bool]] = {}
         self.status_edits: Coalescer[tuple[ThreadRef, str], OutMessage] = Coalescer(
             self._send_status, window_s=status_window_s, name="slack status card")
 
@@ -93,7 +96,7 @@ class SlackSurface(PlatformSurface):
         blocks, text = render(msg, footer=self._footer(thread, msg))
         resp = await self._call("chat.postMessage", self.client.chat_postMessage(
             channel=thread.channel, thread_ts=thread.thread or None, blocks=blocks, text=text,
-            unfurl_links=False, unfurl_media=False))
+            unfurl_links=False, unfurl_media=False), held=thread.channel)
         ts = str(resp.get("ts") or "")
         if not ts:
             raise PermanentSurfaceError("slack chat.postMessage: no ts in the answer")
@@ -115,7 +118,7 @@ class SlackSurface(PlatformSurface):
     async def _edit(self, thread: ThreadRef, message_id: str, msg: OutMessage) -> None:
         blocks, text = render(msg, footer=self._footer(thread, msg))
         await self._call("chat.update", self.client.chat_update(channel=thread.channel, ts=message_id, blocks=blocks,
-                                                                text=text))
+                                                                text=text), held=thread.channel)
         self._saw(thread, msg)
 
     async def close(self, timeout: float = 5.0) -> None:
@@ -164,9 +167,33 @@ class SlackSurface(PlatformSurface):
             del self._told[key]
 
     # ---- internals ----------------------------------------------------------------------------------
-    async def _call(self, method: str, call: Any) -> Any:
+    async def _call(self, method: str, call: Any, *, held: str = "", coalesced: bool = False) -> Any:
+        """One Web API call. With `held` (a channel), a 429 on this method there holds back its later calls
+        in that channel for Retry-After on both paths: the coalescer waits any hold out; an outbox call
+        meeting a hold the coalescer's own 429 set gets it as a TransientSurfaceError (the outbox then holds
+        the channel as for a 429 of its own). The outbox's 429s it already honours itself."""
+        key = (method, held)
+        until, by_coalescer = self._held.get(key, (0.0, False))
+        wait = until - time.monotonic()
+        if held and wait > 0 and (coalesced or by_coalescer):
+            if not coalesced:
+                call.close()  # never started: close it so it is not reported as never awaited
+                raise TransientSurfaceError(f"slack {method}: rate limited in {held}", retry_after=wait)
+            try:
+                await asyncio.sleep(wait)
+            except BaseException:
+                call.close()
+                raise
         self.calls[method] = self.calls.get(method, 0) + 1
-        return await slack_call(method, call)
+        try:
+            return await slack_call(method, call)
+        except TransientSurfaceError as exc:
+            if held and exc.retry_after:
+                now = time.monotonic()
+                for old in [k for k, (end, _by) in self._held.items() if end <= now]:
+                    del self._held[old]
+                self._held[key] = (now + exc.retry_after, coalesced)
+            raise
 
     async def _send_status(self, key: tuple[ThreadRef, str], msg: OutMessage) -> bool:
         """The coalescer's send: one status-card edit, retried while Slack is busy or away (bounded)."""
@@ -177,7 +204,8 @@ class SlackSurface(PlatformSurface):
             try:
                 blocks, text = render(msg, footer=self._footer(thread, msg))
                 await self._call("chat.update", self.client.chat_update(channel=thread.channel, ts=ts, blocks=blocks,
-                                                                        text=text))
+                                                                        text=text),
+                                 held=thread.channel, coalesced=True)
                 return True
             except TransientSurfaceError as exc:
                 delay = exc.retry_after if exc.retry_after is not None else min(30.0, 2.0 ** attempt)
