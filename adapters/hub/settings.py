@@ -26,7 +26,7 @@ class HubSettings:
     # "platform:channel" -> the most a run started there may spend (a starter cannot ask for more)
     budget_ceilings: Mapping[str, float] = field(default_factory=dict)
     dm_after_s: float | None = 60.0  # a question waiting longer reaches its owner by direct message
-    park_after_s: float | None = 120.0  # a question waiting longer closes the run's CLI (None: never)
+    park_after_s: float | None = 20.0  # a question waiting longer closes the run's CLI (None: never)
     wake_on_start: bool = True  # runs the last process left live come back by themselves
     oracle: bool = True  # runs answer side questions (`?…`)
     view: ViewConfig = field(default_factory=ViewConfig)
