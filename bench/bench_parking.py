@@ -212,7 +212,7 @@ async def _measure(b: Bench, sizes: list[int], k: int) -> list[float]:
           "~190 MB each, take)")
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if fds_per_run > 0:
-        print(f"open files: {fds_per_run:.1f} per parked run (its SQLite session store), so this process's limit of "
+        print(f"open files: {fds_per_run:.1f} per parked run, so this process's limit of "
               f"{soft} holds about {soft / fds_per_run:,.0f} parked runs unless it is raised")
     return lat
 
