@@ -8,7 +8,12 @@ until N are parked. Printed:
      gone, so that is the whole tree), per parked run above the warmed-up baseline, open fds per run;
   2. K parked runs answered one at a time: time from `Hub.answer` to the model double receiving the
      request that carries the answer as the tool result (a CLI start + a session resume), p50/p95;
-  3. how many parked runs one 24 GB machine holds at the measured cost per run.
+  3. how many parked runs one 24 GB machine holds at the measured cost per run;
+  4. the same answer -> model latency for K live runs (park_after_s off: the CLI still waits), in the
+     same process, with the parts of a resume beside it: a run's start (hub.start -> its first model
+     request: CLI start + MCP setup, no session to load), and parking itself (the question asked ->
+     the run parked, less park_after_s: closing the CLI). parked - start is about the session load;
+     the ratio parked/live is what parking costs a person who answers after park_after_s.
 Run: .venv/bin/python -m bench.bench_parking [N ...] [--answer K]   (default: 100, K = 20)
 """
 
@@ -71,20 +76,33 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+PARK_AFTER_S = 0.2
+
+
 class Bench:
-    def __init__(self, tmp: Path, md: ModelDouble) -> None:
+    def __init__(self, tmp: Path, md: ModelDouble, park_after_s: float | None = PARK_AFTER_S) -> None:
         self.md = md
         self.surface = MemorySurface(record=False, keep=False)
+        tmp.mkdir(parents=True, exist_ok=True)
         self.store = SQLiteStateStore(tmp / "state.db")
-        settings = HubSettings(root=tmp / "runs", max_runs=CONCURRENT, max_parked=1_000_000, park_after_s=0.2,
-                               view=ViewConfig(status_every_s=30.0, prose_linger_s=1.0))
+        settings = HubSettings(root=tmp / "runs", max_runs=CONCURRENT, max_parked=1_000_000,
+                               park_after_s=park_after_s, view=ViewConfig(status_every_s=30.0, prose_linger_s=1.0))
         self.hub = Hub(self.surface, self.store, settings, kit=EngineKit(factory=_factory, env=md.env(tmp / "cli")))
         self.parked_now = asyncio.Event()
+        self.asked_now = asyncio.Event()
+        self.asked_at: dict[str, float] = {}
+        self.parking_s: list[float] = []  # question asked -> run parked, less park_after_s
+        self.park_after_s = park_after_s or 0.0
         self.hub.taps.append(self._tap)
         self.n = 0
 
     def _tap(self, run_id: str, ev: Event) -> None:
+        if ev.kind == "ask" and ev.payload.get("state") == "asked":
+            self.asked_at[run_id] = time.perf_counter()
+            self.asked_now.set()
         if ev.kind == "system" and ev.text == "parked":
+            if run_id in self.asked_at:
+                self.parking_s.append(time.perf_counter() - self.asked_at.pop(run_id) - self.park_after_s)
             self.parked_now.set()
 
     async def park_until(self, target: int) -> float:
@@ -116,20 +134,58 @@ class Bench:
         return got.received_at - t0
 
 
+async def live(tmp: Path, md: ModelDouble, k: int) -> tuple[list[float], list[float]]:
+    """K runs one at a time that never park: (start -> first model request, answer -> model has it)."""
+    b = Bench(tmp, md, park_after_s=None)
+    starts: list[float] = []
+    answers: list[float] = []
+    try:
+        for i in range(k):
+            md.requests.clear()
+            b.asked_now.clear()
+            t0 = time.perf_counter()
+            started = await b.hub.start(f"live {i}", ThreadRef("memory", "CLIVE", f"l{i}"), "bench")
+            if not started.ok or started.run_id is None:
+                raise RuntimeError(started.message)
+            await md.wait_for(lambda reqs: bool(reqs), 120)
+            starts.append(md.requests[0].received_at - t0)
+            await asyncio.wait_for(b.asked_now.wait(), 120)
+            answers.append(await b.answer(started.run_id, f"live-{i}"))
+    finally:
+        await b.hub.close()
+        b.store.close()
+    return starts, answers
+
+
+def _p(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
 async def _run(sizes: list[int], k: int) -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         async with ModelDouble(SCENARIO) as md:
-            b = Bench(tmp, md)
+            b = Bench(tmp / "parked", md)
             try:
-                await _measure(b, sizes, k)
+                parked = await _measure(b, sizes, k)
             finally:
                 await b.hub.close()
                 b.store.close()
+            starts, answers = await live(tmp / "live", md, k)
+        print(f"4. live vs parked, {k} runs each, same process: answer -> model has it, live p50 "
+              f"{statistics.median(answers):.2f} s (p95 {_p(answers, .95):.2f}), parked p50 "
+              f"{statistics.median(parked):.2f} s (p95 {_p(parked, .95):.2f}): parked/live = "
+              f"{statistics.median(parked) / statistics.median(answers):.1f}x at p50")
+        print(f"   where a resume goes: a run's start (CLI start + MCP setup, no session) p50 "
+              f"{statistics.median(starts):.2f} s (p95 {_p(starts, .95):.2f}); so the session load and resume "
+              f"bookkeeping are about {statistics.median(parked) - statistics.median(starts):.2f} s; parking "
+              f"(closing the CLI) p50 {statistics.median(b.parking_s):.2f} s (p95 {_p(b.parking_s, .95):.2f}, "
+              f"{len(b.parking_s)} parks)")
     print("command: .venv/bin/python -m bench.bench_parking " + " ".join(map(str, sizes)) + f" --answer {k}")
 
 
-async def _measure(b: Bench, sizes: list[int], k: int) -> None:
+async def _measure(b: Bench, sizes: list[int], k: int) -> list[float]:
     # Warm-up: one run parked and answered, so imports and caches are paid before the baseline.
     await b.park_until(1)
     await b.answer(b.hub.parked()[0], "warm")
@@ -147,7 +203,7 @@ async def _measure(b: Bench, sizes: list[int], k: int) -> None:
               f"per parked run above the baseline, {fds_per_run:4.1f} open files per run (filled in {took:.0f}s)",
               flush=True)
     lat = sorted([await b.answer(rid, f"answer-{i}") for i, rid in enumerate(b.hub.parked()[:k])])
-    p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))]
+    p95 = _p(lat, .95)
     print(f"answer -> the model has it as the tool result (a CLI start + resume): p50 {statistics.median(lat):.2f} s, "
           f"p95 {p95:.2f} s, max {lat[-1]:.2f} s over {len(lat)} runs")
     room = MACHINE_GB * 1024 - base_kb / 1024
@@ -156,8 +212,9 @@ async def _measure(b: Bench, sizes: list[int], k: int) -> None:
           "~190 MB each, take)")
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if fds_per_run > 0:
-        print(f"open files: {fds_per_run:.1f} per parked run (its SQLite session store), so this process's limit of "
+        print(f"open files: {fds_per_run:.1f} per parked run, so this process's limit of "
               f"{soft} holds about {soft / fds_per_run:,.0f} parked runs unless it is raised")
+    return lat
 
 
 def main(argv: list[str] | None = None) -> None:

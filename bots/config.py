@@ -83,7 +83,7 @@ class BotConfig:
     timeout_s: float | None = 1800.0
     max_asks: int | None = None
     budget_usd: float | None = None
-    park_after_s: float | None = 120.0
+    park_after_s: float | None = 20.0
     max_parked: int = 1000
     dm_after_s: float | None = 60.0
     redis_url: str | None = None  # set: this process is the chat front only; workers hold the runs
@@ -130,7 +130,7 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         timeout_s=_pick(args.timeout, bot, "timeout_s", float, 1800.0),
         max_asks=_optional(args.asks, bot, "max_asks", int, low=0),
         budget_usd=_optional(args.budget, bot, "budget_usd", float, low=0.0),
-        park_after_s=_optional(None, bot, "park_after_s", float, low=0.0, default=120.0),
+        park_after_s=_optional(None, bot, "park_after_s", float, low=0.0, default=20.0),
         max_parked=_pick(None, bot, "max_parked", int, 1000, low=0),
         dm_after_s=_pick(None, bot, "dm_after_s", float, 60.0, low=0.0),
         redis_url=redis_url(getattr(args, "redis", None) or env.get("FLOWER_REDIS_URL")

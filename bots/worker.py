@@ -41,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-runs", type=int, default=3, metavar="N",
                    help="runs with a CLI process at once on this machine (default 3; parked runs do not count)")
     p.add_argument("--max-parked", type=int, default=1000, metavar="N", help="parked runs held at most (default 1000)")
-    p.add_argument("--park-after", type=float, default=120.0, metavar="SECONDS",
-                   help="a question waiting this long closes its run's CLI (default 120; -1 = never)")
+    p.add_argument("--park-after", type=float, default=20.0, metavar="SECONDS",
+                   help="a question waiting this long closes its run's CLI (default 20; -1 = never)")
     p.add_argument("--root", default=None, metavar="DIR",
                    help="where the demo model keeps its CLI settings (or FLOWER_BOT_ROOT; default ./flower-runs)")
     p.add_argument("--flow", choices=FLOWS, default="starter", help="must match the front's --flow")

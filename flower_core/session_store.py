@@ -121,22 +121,38 @@ class SQLiteSessionStore(SessionLookups, SessionStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._last_mtime = 0
-        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE) so writers queue up politely.
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
+        self._timeout_s = timeout_s
+        self._closed = False
+        self._conn: sqlite3.Connection | None = self._connect()
         self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
         with self._write() as db:
             # executescript() would commit on its own; run the statements inside our transaction.
             for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
                 db.execute(statement)
 
     # -- plumbing -----------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE) so writers queue up politely.
+        conn = sqlite3.connect(str(self.path), timeout=self._timeout_s, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
     @property
     def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
+        if self._closed:
             raise RuntimeError("SQLiteSessionStore is closed")
+        if self._conn is None:  # released while its run was parked: open again on first use
+            self._conn = self._connect()
         return self._conn
+
+    def release(self) -> None:
+        """Close the connection (and its three open files: the db, its WAL and shared memory) until the
+        next use opens it again. A parked run calls it: it may wait for hours without touching the store."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -164,6 +180,7 @@ class SQLiteSessionStore(SessionLookups, SessionStore):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

@@ -48,7 +48,7 @@ class HubSettings:
     # channel's, which add to the bot's; a run's own `approve` list adds tools to ask about.
     approvals: Mapping[str, Any] = field(default_factory=dict)
     channel_approvals: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    park_after_s: float | None = 120.0  # a question waiting longer closes the run's CLI (None: never)
+    park_after_s: float | None = 20.0  # a question waiting longer closes the run's CLI (None: never)
     wake_on_start: bool = True  # runs the last process left live come back by themselves
     oracle: bool = True  # runs answer side questions (`?…`)
     view: ViewConfig = field(default_factory=ViewConfig)

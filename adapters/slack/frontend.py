@@ -183,6 +183,7 @@ class SlackFrontend:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+        await self.surface.close()  # status-card edits still waiting go out (bounded) before the pool closes
         await self.sessions.close()
         session, self._session = self._session, None
         if session is not None:

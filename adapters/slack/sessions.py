@@ -4,8 +4,10 @@ Where the app is declared as an agent, a run's thread is an agent session: `proc
 agent works (Slack then shows its own Stop button), `active` while it waits for a person (a question
 is open, or a person just interrupted it), `closed` when the run has ended. The status card already
 holds the run's state and every change of state edits it, so the surface hands each status card it
-sends to `saw_status`; per thread only the latest wanted status is sent, in order, off the outbox's
-path (a slow or failing session call never delays the thread).
+sends to `saw_status`; per thread only the latest wanted status is sent, off the outbox's path (a
+slow or failing session call never delays the thread), once it has held for `window_s` (a Coalescer:
+a question answered within a second flips processing → active → processing and costs no call; the
+run's end, `closed`, goes at once).
 
 Where the workspace or app does not support sessions (an old workspace, an app not declared as an
 agent, a missing scope), the first refusal is logged once and sessions are off for this process.
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters.platform import SLACK
+from adapters.slack.coalesce import Coalescer
 from adapters.slack.errors import error_code, to_surface_error
 from adapters.surface import OutMessage, ThreadRef, TransientSurfaceError
 from adapters.view.status import STATES
@@ -45,14 +48,13 @@ def state_of(msg: OutMessage) -> str | None:
 
 
 class AgentSessions:
-    def __init__(self, client: Any, *, enabled: bool = True, describe: Describe | None = None) -> None:
+    def __init__(self, client: Any, *, enabled: bool = True, describe: Describe | None = None,
+                 window_s: float = 1.0) -> None:
         self.client = client
         self.enabled = enabled
         self.describe = describe
         self.calls = 0  # setStatus calls made (benches count platform calls)
-        self._want: dict[ThreadRef, str] = {}
-        self._sent: dict[ThreadRef, str] = {}
-        self._workers: dict[ThreadRef, asyncio.Task[None]] = {}
+        self._flips: Coalescer[ThreadRef, str] = Coalescer(self._send, window_s=window_s, name="agent session")
         self._warned: set[str] = set()
 
     def saw_status(self, thread: ThreadRef, msg: OutMessage) -> None:
@@ -67,27 +69,19 @@ class AgentSessions:
     def want(self, thread: ThreadRef, status: str) -> None:
         if not self.enabled or not status or not thread.thread:
             return
-        self._want[thread] = status
-        worker = self._workers.get(thread)
-        if worker is None or worker.done():
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                return
-            self._workers[thread] = loop.create_task(self._drain(thread), name=f"agent session {thread}")
+        self._flips.put(thread, status, now=status == "closed")
 
-    async def _drain(self, thread: ThreadRef) -> None:
-        while self.enabled and (status := self._want.get(thread)) and status != self._sent.get(thread):
-            if not await self._set(thread, status):
-                return
-            self._sent[thread] = status
-        if self._sent.get(thread) == "closed":  # the run is over: forget the thread
-            self._want.pop(thread, None)
-            self._sent.pop(thread, None)
+    async def _send(self, thread: ThreadRef, status: str) -> bool:
+        if not self.enabled:
+            return False
+        ok = await self._set(thread, status)
+        if ok and status == "closed":  # the run is over: forget the thread
+            self._flips.forget(thread)
+        return ok and status != "closed"
 
     async def _set(self, thread: ThreadRef, status: str) -> bool:
         kw: dict[str, Any] = {"channel_id": thread.channel, "thread_ts": thread.thread, "status": status}
-        if thread not in self._sent and self.describe is not None:
+        if self._flips.shown(thread) is None and self.describe is not None:
             about = self.describe(thread)
             if about is not None:
                 title, initiator = about
@@ -115,14 +109,9 @@ class AgentSessions:
                         "event subscriptions so Slack's Stop button reaches the bot)", warning)
         return True
 
-    async def settle(self) -> None:
-        """Wait until every status asked for so far has been sent (or given up)."""
-        while workers := [w for w in self._workers.values() if not w.done()]:
-            await asyncio.gather(*workers, return_exceptions=True)
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Send every status asked for so far now, and wait until sent or given up (bounded)."""
+        await self._flips.flush(timeout)
 
-    async def close(self) -> None:
-        workers = [w for w in self._workers.values() if not w.done()]
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        self._workers.clear()
+    async def close(self, timeout: float = 5.0) -> None:
+        await self._flips.close(timeout)

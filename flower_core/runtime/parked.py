@@ -43,6 +43,16 @@ INTERRUPTED_LINE = "[Request interrupted by user"
 WITHDRAWN = "(The person interrupted the run instead of answering this question; their message follows.)"
 
 
+def release_store(store: Any) -> None:
+    """Let a parked run's session store close its files (SQLiteSessionStore.release) while it waits."""
+    release = getattr(store, "release", None)
+    if callable(release):
+        try:
+            release()
+        except Exception as exc:  # the files stay open: a cost, never a reason to harm the run
+            log.warning("parked run: session store not released: %r", exc)
+
+
 def continue_env(note: str) -> dict[str, str]:
     """Environment that makes a resumed CLI continue the stored turn, with ``note`` as its user text."""
     return {CONTINUE_ENV: "1", CONTINUE_PROMPT_ENV: note, CONTINUE_MAX_AGE_ENV: str(CONTINUE_MAX_AGE_MS)}

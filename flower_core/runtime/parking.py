@@ -38,6 +38,7 @@ from flower_core.runtime.parked import (
     interrupted_call,
     last_open_call,
     open_call,
+    release_store,
     result_entry,
 )
 from flower_core.runtime.resume import close_cut_off, cut_off_event, with_kept_mail
@@ -182,6 +183,7 @@ class Parking:
                     return out
                 self._absorb(out, state)  # the books of the part before the park
             record, ask = parked
+            release_store(self.store)  # no open files while it waits: the next use opens it again
             note, answered = await self._wait(record, ask, state, channel)
             if answered:  # the CLI continues the stored turn itself: the note is its only new user text
                 spec = replace(spec, env={**getattr(spec, "env", {}), **continue_env(note)})

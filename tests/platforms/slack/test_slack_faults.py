@@ -37,8 +37,9 @@ async def test_429s_on_post_and_update_lose_nothing_and_keep_order(double_factor
         double.fail("chat.postMessage", 1, retry_after=RETRY_AFTER)  # now the outbox's posts and edits
         double.fail("chat.update", 1, retry_after=RETRY_AFTER)
         double.fail("chat.postEphemeral", 1, retry_after=RETRY_AFTER)  # slack-sdk's own retry handler
+        late = double.click_payload(ask, "yes", user="UBOB")  # Bob clicks the card as Alice saw it
         await double.click(ask, "yes", user="UALICE")
-        await double.click(ask, "yes", user="UBOB")  # late: its ephemeral meets a 429 first
+        await double.send("interactive", late)  # late: its ephemeral meets a 429 first
         run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root))
         assert run is not None
         live = await bot.hub.wait(run)
