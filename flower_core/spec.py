@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, SessionStore
 
 COMPACT_MODES = (None, "auto", "off")
+POLICY_MODES = ("auto", "no_summary", "off")
 DEFAULT_ALLOWED_TOOLS = ("Read", "Glob", "Grep", "Bash")
 
 # Environment the CLI needs from the host: credentials, endpoint, model names, retries, proxies.
@@ -46,6 +47,27 @@ class ChannelLike(Protocol):
 
 
 @dataclass
+class CompactPolicy:
+    """The original flower's auto-compaction switch, as environment variables for the CLI.
+
+    ``mode``: "auto" sets nothing (the CLI compacts near the window), "no_summary" sets
+    ``DISABLE_AUTO_COMPACT=1``, "off" sets ``DISABLE_COMPACT=1`` (manual ``/compact`` too). Any other
+    mode raises ValueError from ``env()``. ``window`` becomes ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``.
+    """
+
+    mode: str = "auto"
+    window: int | None = None
+
+    def env(self) -> dict[str, str]:
+        if self.mode not in POLICY_MODES:
+            raise ValueError(f"CompactPolicy.mode must be one of {POLICY_MODES}, got {self.mode!r}")
+        out = {"no_summary": {"DISABLE_AUTO_COMPACT": "1"}, "off": {"DISABLE_COMPACT": "1"}}.get(self.mode, {})
+        if self.window is not None:
+            out["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(int(self.window))
+        return dict(out)
+
+
+@dataclass
 class AgentSpec:
     """Everything that defines one agent; the Runtime and build_options() turn it into SDK options.
 
@@ -54,7 +76,13 @@ class AgentSpec:
     alone instead. ``allowed_tools`` is an approval-free list, not a whitelist: restrict what exists
     with ``tools`` (None = the CLI's default set). ``disallowed_tools`` applies to the whole session,
     subagents included. ``compact``: None leaves the CLI default, "auto" keeps auto-compaction,
-    "off" sets ``DISABLE_AUTO_COMPACT=1`` (manual ``/compact`` still works).
+    "off" sets ``DISABLE_AUTO_COMPACT=1`` (manual ``/compact`` still works); a ``CompactPolicy`` is
+    the original flower's form and brings its own variables.
+
+    The original flower's spelling is accepted too: ``instructions`` is ``system_prompt`` (one text
+    under two names; ``system_prompt`` wins when both are given), and ``glance`` / ``workbench`` /
+    ``delegate_only`` are carried for its role factories (the walls themselves are the hooks those
+    factories attach, see ``flower_core.guards``).
     """
 
     name: str = "agent"
@@ -73,21 +101,31 @@ class AgentSpec:
     agents: dict[str, AgentDefinition] | None = None
     hooks: dict[str, Any] | None = None
     env: dict[str, str] = field(default_factory=dict)
-    compact: str | None = None
+    compact: str | CompactPolicy | None = None
     compact_window: int | None = None
     setting_sources: list[str] = field(default_factory=list)
     add_dirs: list[str] = field(default_factory=list)
     # Any other ClaudeAgentOptions field, applied last (an escape hatch, e.g. {"thinking": ...}).
     extra: dict[str, Any] = field(default_factory=dict)
+    instructions: str = ""
+    glance: bool = False
+    workbench: bool = True
+    delegate_only: bool = False
 
     def __post_init__(self) -> None:
-        if self.compact not in COMPACT_MODES:
+        # The two names hold one text. When both are set and differ (dataclasses.replace changing one
+        # copies the other's old value), system_prompt wins: it is the field the runtime rewrites.
+        self.system_prompt = self.system_prompt or self.instructions
+        self.instructions = self.system_prompt
+        if not isinstance(self.compact, CompactPolicy) and self.compact not in COMPACT_MODES:
             raise ValueError(f"AgentSpec.compact must be one of {COMPACT_MODES}, got {self.compact!r}")
 
     def compact_env(self) -> dict[str, str]:
         """The environment variables that carry the compaction policy to the CLI."""
         out: dict[str, str] = {}
-        if self.compact == "off":
+        if isinstance(self.compact, CompactPolicy):
+            out.update(self.compact.env())
+        elif self.compact == "off":
             out["DISABLE_AUTO_COMPACT"] = "1"
         if self.compact_window is not None:
             out["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(int(self.compact_window))
