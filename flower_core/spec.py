@@ -1,14 +1,15 @@
 """AgentSpec: the declaration of one agent, and build_options() that compiles it for the SDK.
 
-Permission default (measured on this machine with the bundled CLI, headless, no can_use_tool):
+Permission facts (measured on this machine with the bundled CLI, headless, no can_use_tool):
 - ``"default"`` refuses Write and any Bash that touches files unless the tool is in ``allowed_tools``.
 - ``"acceptEdits"`` approves Write/Edit (and plain file-system shell commands) inside ``cwd`` and
   ``add_dirs``; other Bash commands still need ``"Bash"`` in ``allowed_tools``.
 - ``"bypassPermissions"`` makes the CLI exit with an error when run as root unless ``IS_SANDBOX=1``
   is in its environment (``IS_SANDBOX=yes`` is not enough).
-So the default is ``"acceptEdits"`` plus ``Bash`` in ``allowed_tools``: Read/Write/Edit/Bash in the
-workspace run unattended as root or not, and nothing depends on a sandbox flag. A read-only role
-sets ``permission_mode="default"`` and a narrower ``allowed_tools`` (or ``tools``).
+The defaults are the original flower's: ``"default"`` with Read/Glob/Grep approved, a read-only
+agent. A role that works in the workspace says so itself: ``"acceptEdits"`` plus ``Bash`` in
+``allowed_tools`` runs Read/Write/Edit/Bash unattended, as root or not, with no sandbox flag
+(the coordinator and the bot's own specs in ``bots/flows.py`` do this).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 COMPACT_MODES = (None, "auto", "off")
 POLICY_MODES = ("auto", "no_summary", "off")
-DEFAULT_ALLOWED_TOOLS = ("Read", "Glob", "Grep", "Bash")
+DEFAULT_ALLOWED_TOOLS = ("Read", "Glob", "Grep")
 
 # Environment the CLI needs from the host: credentials, endpoint, model names, retries, proxies.
 _ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_CODE_", "AWS_", "GOOGLE_", "CLOUD_ML_", "VERTEX_")
@@ -93,7 +94,7 @@ class AgentSpec:
     disallowed_tools: list[str] = field(default_factory=list)
     model: str | None = None
     effort: str | None = None
-    permission_mode: str = "acceptEdits"
+    permission_mode: str = "default"
     max_turns: int | None = None
     max_budget_usd: float | None = None
     mcp_servers: dict[str, Any] = field(default_factory=dict)
