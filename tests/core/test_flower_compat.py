@@ -440,3 +440,27 @@ def test_goal_amend_appends_and_unverifiable_checks_are_listed() -> None:
     goal = Goal.parse("## 目标\n打印 hello\n## 判定清单\n1. 输出 hello\n- 在 mac 上跑 [此环境无法验证:没有 mac]")
     assert goal.checks == ["输出 hello", "在 mac 上跑 [此环境无法验证:没有 mac]"] and len(goal.unverifiable) == 1
     assert goal.amend("也打印 world").statement == "打印 hello\n\n(已修改)也打印 world"
+
+
+async def test_the_channel_speaks_the_originals_ask_and_mail(double_factory: Any, cli_home: Path,
+                                                             tmp_path: Path) -> None:
+    from flower_core import Ask
+    brief = tmp_path / "需求.md"
+    brief.write_text("## 目标\nx\n", encoding="utf-8")
+    events = Events()
+    channel = HumanChannel(on_event=events, timeout_s=0, amend_path=brief)
+    ask = await channel.ask("Colour?", ["red"])
+    assert isinstance(ask, Ask) and ask.state == "timeout" and ask.answer == ""  # nobody there is an outcome
+    mail = channel.send("also blue")
+    assert mail is not None and not mail.taken and mail.amended == str(brief) and "also blue" in brief.read_text()
+    assert events.events[-1].payload["amended"] == str(brief)
+    unsaved = HumanChannel().send("said where nothing is kept")
+    assert unsaved is not None and unsaved.amended == ""
+    inbox = {"say": "Checking.", "call": [{"tool": "mcp__human__inbox", "input": {}}]}
+    md = await double_factory(scenario_of(conv("reader", "INBOX", inbox, {"say": "Inbox: {last_tool_result}"})))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        result = await rt.run(AgentSpec("reader", "terse", channel=channel, max_turns=4), "INBOX check")
+    finally:
+        rt.close()
+    assert result.ok and "also blue" in result.text and mail.taken
