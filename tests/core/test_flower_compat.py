@@ -464,3 +464,17 @@ async def test_the_channel_speaks_the_originals_ask_and_mail(double_factory: Any
     finally:
         rt.close()
     assert result.ok and "also blue" in result.text and mail.taken
+
+
+def test_runtime_takes_the_originals_workbench_flag_and_interrupt_keyword(tmp_path: Path) -> None:
+    from flower_core import Workbench
+    built = Runtime(workspace=tmp_path / "ws", run_dir=tmp_path / "runs", workbench=True)
+    off = Runtime(workspace=tmp_path / "ws", run_dir=tmp_path / "runs2", workbench=False)
+    try:
+        assert isinstance(built.workbench, Workbench) and built.workbench.root == (tmp_path / "runs" / "workbench")
+        assert built.workbench.external and built.workbench.index_path.is_file() and off.workbench is None
+        assert built.interrupt(message="stop and think") is False  # nothing runs: kept for the next step
+        assert built.take_unread() == "stop and think"
+    finally:
+        built.close()
+        off.close()
