@@ -1,14 +1,15 @@
 """AgentSpec: the declaration of one agent, and build_options() that compiles it for the SDK.
 
-Permission default (measured on this machine with the bundled CLI, headless, no can_use_tool):
+Permission facts (measured on this machine with the bundled CLI, headless, no can_use_tool):
 - ``"default"`` refuses Write and any Bash that touches files unless the tool is in ``allowed_tools``.
 - ``"acceptEdits"`` approves Write/Edit (and plain file-system shell commands) inside ``cwd`` and
   ``add_dirs``; other Bash commands still need ``"Bash"`` in ``allowed_tools``.
 - ``"bypassPermissions"`` makes the CLI exit with an error when run as root unless ``IS_SANDBOX=1``
   is in its environment (``IS_SANDBOX=yes`` is not enough).
-So the default is ``"acceptEdits"`` plus ``Bash`` in ``allowed_tools``: Read/Write/Edit/Bash in the
-workspace run unattended as root or not, and nothing depends on a sandbox flag. A read-only role
-sets ``permission_mode="default"`` and a narrower ``allowed_tools`` (or ``tools``).
+The defaults are the original flower's: ``"default"`` with Read/Glob/Grep approved, a read-only
+agent. A role that works in the workspace says so itself: ``"acceptEdits"`` plus ``Bash`` in
+``allowed_tools`` runs Read/Write/Edit/Bash unattended, as root or not, with no sandbox flag
+(the coordinator and the bot's own specs in ``bots/flows.py`` do this).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
     from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, SessionStore
 
 COMPACT_MODES = (None, "auto", "off")
-DEFAULT_ALLOWED_TOOLS = ("Read", "Glob", "Grep", "Bash")
+POLICY_MODES = ("auto", "no_summary", "off")
+DEFAULT_ALLOWED_TOOLS = ("Read", "Glob", "Grep")
 
 # Environment the CLI needs from the host: credentials, endpoint, model names, retries, proxies.
 _ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_CODE_", "AWS_", "GOOGLE_", "CLOUD_ML_", "VERTEX_")
@@ -46,6 +48,27 @@ class ChannelLike(Protocol):
 
 
 @dataclass
+class CompactPolicy:
+    """The original flower's auto-compaction switch, as environment variables for the CLI.
+
+    ``mode``: "auto" sets nothing (the CLI compacts near the window), "no_summary" sets
+    ``DISABLE_AUTO_COMPACT=1``, "off" sets ``DISABLE_COMPACT=1`` (manual ``/compact`` too). Any other
+    mode raises ValueError from ``env()``. ``window`` becomes ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``.
+    """
+
+    mode: str = "auto"
+    window: int | None = None
+
+    def env(self) -> dict[str, str]:
+        if self.mode not in POLICY_MODES:
+            raise ValueError(f"CompactPolicy.mode must be one of {POLICY_MODES}, got {self.mode!r}")
+        out = {"no_summary": {"DISABLE_AUTO_COMPACT": "1"}, "off": {"DISABLE_COMPACT": "1"}}.get(self.mode, {})
+        if self.window is not None:
+            out["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(int(self.window))
+        return dict(out)
+
+
+@dataclass
 class AgentSpec:
     """Everything that defines one agent; the Runtime and build_options() turn it into SDK options.
 
@@ -54,7 +77,13 @@ class AgentSpec:
     alone instead. ``allowed_tools`` is an approval-free list, not a whitelist: restrict what exists
     with ``tools`` (None = the CLI's default set). ``disallowed_tools`` applies to the whole session,
     subagents included. ``compact``: None leaves the CLI default, "auto" keeps auto-compaction,
-    "off" sets ``DISABLE_AUTO_COMPACT=1`` (manual ``/compact`` still works).
+    "off" sets ``DISABLE_AUTO_COMPACT=1`` (manual ``/compact`` still works); a ``CompactPolicy`` is
+    the original flower's form and brings its own variables.
+
+    The original flower's spelling is accepted too: ``instructions`` is ``system_prompt`` (one text
+    under two names; ``system_prompt`` wins when both are given), and ``glance`` / ``workbench`` /
+    ``delegate_only`` are carried for its role factories (the walls themselves are the hooks those
+    factories attach, see ``flower_core.guards``).
     """
 
     name: str = "agent"
@@ -65,7 +94,7 @@ class AgentSpec:
     disallowed_tools: list[str] = field(default_factory=list)
     model: str | None = None
     effort: str | None = None
-    permission_mode: str = "acceptEdits"
+    permission_mode: str = "default"
     max_turns: int | None = None
     max_budget_usd: float | None = None
     mcp_servers: dict[str, Any] = field(default_factory=dict)
@@ -73,21 +102,31 @@ class AgentSpec:
     agents: dict[str, AgentDefinition] | None = None
     hooks: dict[str, Any] | None = None
     env: dict[str, str] = field(default_factory=dict)
-    compact: str | None = None
+    compact: str | CompactPolicy | None = None
     compact_window: int | None = None
     setting_sources: list[str] = field(default_factory=list)
     add_dirs: list[str] = field(default_factory=list)
     # Any other ClaudeAgentOptions field, applied last (an escape hatch, e.g. {"thinking": ...}).
     extra: dict[str, Any] = field(default_factory=dict)
+    instructions: str = ""
+    glance: bool = False
+    workbench: bool = True
+    delegate_only: bool = False
 
     def __post_init__(self) -> None:
-        if self.compact not in COMPACT_MODES:
+        # The two names hold one text. When both are set and differ (dataclasses.replace changing one
+        # copies the other's old value), system_prompt wins: it is the field the runtime rewrites.
+        self.system_prompt = self.system_prompt or self.instructions
+        self.instructions = self.system_prompt
+        if not isinstance(self.compact, CompactPolicy) and self.compact not in COMPACT_MODES:
             raise ValueError(f"AgentSpec.compact must be one of {COMPACT_MODES}, got {self.compact!r}")
 
     def compact_env(self) -> dict[str, str]:
         """The environment variables that carry the compaction policy to the CLI."""
         out: dict[str, str] = {}
-        if self.compact == "off":
+        if isinstance(self.compact, CompactPolicy):
+            out.update(self.compact.env())
+        elif self.compact == "off":
             out["DISABLE_AUTO_COMPACT"] = "1"
         if self.compact_window is not None:
             out["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(int(self.compact_window))

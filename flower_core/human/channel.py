@@ -99,9 +99,10 @@ class HumanChannel(ApprovalMembers):
 
     # ----- model side -------------------------------------------------------------------------------
 
-    async def ask(self, question: str, options: list[str] | None = None) -> str:
-        """Put a question to the human and return the text the model should read. Raises only CancelledError."""
-        return (await self.ask_outcome(question, options)).reply
+    async def ask(self, question: str, options: list[str] | None = None) -> Ask:
+        """Put a question to the human and return the settled Ask (``state``, ``answer``; ``reply`` is the
+        text the model reads). Nobody answering is an outcome too; raises only CancelledError."""
+        return await self.ask_outcome(question, options)
 
     async def ask_outcome(self, question: str, options: list[str] | None = None, *, kind: str = "",
                           facts: dict[str, Any] | None = None, timeout_s: float | EllipsisType | None = ...) -> Ask:
@@ -213,7 +214,8 @@ class HumanChannel(ApprovalMembers):
         if not isinstance(text, str) or not text.strip():
             return None
         body = texts.cap(text.strip())
-        amended = self.amend(body)  # before queueing, so the delivered event reports it too
+        # Before queueing, so the delivered event reports it too; the path it went to, "" when nowhere.
+        amended = str(self.amend_path) if self.amend(body) else ""
         with self._lock:
             mail = Mail(id=mail_id or f"m{len(self.mail) + 1}", text=body, amended=amended)
             self.mail.append(mail)

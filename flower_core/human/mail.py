@@ -16,8 +16,13 @@ class Mail:
     text: str
     sent_at: float = field(default_factory=time.time)
     state: str = "queued"
-    amended: bool = False
+    amended: str = ""  # the file the text was appended to (the brief, usually); "" when it was not
     delivered_at: float | None = None
+
+    @property
+    def taken(self) -> bool:
+        """True once the model has read it through the inbox tool (the original flower's field name)."""
+        return self.state == "delivered"
 
     def event(self) -> Event:
         return Event(

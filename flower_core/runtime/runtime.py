@@ -43,6 +43,7 @@ from flower_core.runtime.results import StepResult
 from flower_core.runtime.transcript import SessionFacts, ask_calls, human_inputs
 from flower_core.session_store import SQLiteSessionStore
 from flower_core.spec import AgentSpec, build_options, resolve_env
+from flower_core.workbench import Workbench
 
 EventSink = Callable[[Event], None]
 _FORWARD = "forward_subagent_text"
@@ -52,7 +53,8 @@ _OPTION_FIELDS = frozenset(f.name for f in fields(ClaudeAgentOptions))
 class Runtime:
     """Holds the workspace, the session store, the manifest and the policies; ``run`` runs a step.
 
-    ``workbench`` is anything with a ``notes`` path (handoff documents land there) or None.
+    ``workbench`` is anything with a ``notes`` path (handoff documents land there) or None; as in
+    the original flower, True builds ``Workbench(workspace, home=<run_dir>/workbench)`` and False is None.
     ``env`` overlays the host environment for the CLI (credentials otherwise come from
     ``os.environ``). ``window`` / ``max_generations`` override the handoff policy's.
     ``on_session`` is called the moment a step obtains a new session id (exceptions swallowed).
@@ -76,7 +78,10 @@ class Runtime:
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(run_dir).expanduser().resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.workbench = workbench
+        if workbench is True:
+            workbench = Workbench(self.workspace, home=self.run_dir / "workbench").ensure()
+            workbench.refresh()
+        self.workbench = workbench if workbench is not False else None
         self.resilience = Resilience.coerce(resilience)
         self.handoff = HandoffPolicy.coerce(handoff, window=window, max_generations=max_generations)
         self.env: dict[str, str] | None = dict(env) if env is not None else None
@@ -96,7 +101,7 @@ class Runtime:
         self._early: str | None = None  # interrupt words said while no step ran: for the next step's prompt
         self.budget = Budget.coerce(budget)
         self.budget.watch(self._budget_reached)
-        self._handoff_kit = HandoffKit(partial(self._attempt, writing=True), self.emit, workbench)
+        self._handoff_kit = HandoffKit(partial(self._attempt, writing=True), self.emit, self.workbench)
         self.parking = Parking(ParkPolicy.coerce(park), store=self.store, project_key=lambda: self.project_key,
                                records=ParkRecords(self.run_dir / "parked"), attempt=self._attempt,
                                absorb=self._absorb, emit=self.emit)
@@ -140,19 +145,19 @@ class Runtime:
         if self._owns_store:
             self.store.close()
 
-    def interrupt(self, text: str = "") -> bool:
+    def interrupt(self, message: str = "") -> bool:
         """Interrupt the running step(s) from any thread; False when nothing is running.
 
         Cooperative: the attempt stops at the next message boundary and the same session resumes
-        with ``text`` (empty = a neutral "continue"). Words said while no step is running are kept
+        with ``message`` (empty = a neutral "continue"). Words said while no step is running are kept
         and delivered with the next step's prompt (then False is returned).
         """
         with self._lock:
             states = list(self._active)
-            if not states and text.strip():
-                self._early = text if self._early is None else f"{self._early}\n{text}"
+            if not states and message.strip():
+                self._early = message if self._early is None else f"{self._early}\n{message}"
         for state in states:
-            state.add_pending(text)
+            state.add_pending(message)
             with contextlib.suppress(RuntimeError):  # the loop is gone: nothing left to interrupt
                 state.loop.call_soon_threadsafe(state.poke)
         return bool(states)

@@ -202,7 +202,7 @@ async def test_inbox_delivers_mail_sent_from_another_thread(double_factory: Any,
     assert finished_ok(msgs)
     mail_events = [(e.payload["id"], e.payload["state"], e.payload["amended"]) for e in events
                    if e.payload.get("kind") == "mail"]
-    assert mail_events == [("m1", "queued", True), ("m1", "delivered", True)]
+    assert mail_events == [("m1", "queued", str(brief)), ("m1", "delivered", str(brief))]  # where it went
     assert ch.pending_mail() == [] and ch.mail[0].state == "delivered"
     text = brief.read_text(encoding="utf-8")
     assert text.startswith("# Brief\n\nCount the files.\n") and text.rstrip().endswith("also report the total bytes")

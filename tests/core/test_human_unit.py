@@ -32,8 +32,8 @@ def test_ask_event_shape_and_waited_s() -> None:
 
 
 def test_mail_event_has_no_options_or_remaining() -> None:
-    ev = Mail(id="m2", text="hi", amended=True).event()
-    assert ev.payload == {"kind": "mail", "state": "queued", "id": "m2", "amended": True}
+    ev = Mail(id="m2", text="hi", amended="/w/notes/brief.md").event()
+    assert ev.payload == {"kind": "mail", "state": "queued", "id": "m2", "amended": "/w/notes/brief.md"}
 
 
 def test_cap_marks_what_was_cut() -> None:
@@ -62,7 +62,7 @@ async def test_double_answer_returns_false_and_changes_nothing() -> None:
     assert ch.answer(ask.id, "first") is True
     assert ch.answer(ask.id, "second") is False
     assert ch.decline(ask.id, "late") is False
-    assert await task == "first"
+    assert (await task).reply == "first"
     assert (ask.state, ask.answer) == ("answered", "first")
     assert [e.payload["state"] for e in events] == ["asked", "answered"]
 
@@ -90,7 +90,7 @@ async def test_many_threads_answer_at_once_only_one_wins() -> None:
             t.join()
 
     await asyncio.to_thread(join_all)
-    reply = await asyncio.wait_for(task, 5)
+    reply = (await asyncio.wait_for(task, 5)).reply
     winners = [i for i, ok in wins if ok]
     assert len(wins) == n and len(winners) == 1
     w = winners[0]
@@ -103,19 +103,19 @@ async def test_many_threads_answer_at_once_only_one_wins() -> None:
 async def test_timeout_zero_never_enters_pending() -> None:
     events: list[Event] = []
     ch = HumanChannel(on_event=events.append, timeout_s=-1)
-    assert await ch.ask("Anyone?") == TIMEOUT
+    assert (await ch.ask("Anyone?")).reply == TIMEOUT
     assert [e.payload["state"] for e in events] == ["timeout"] and ch.pending() == []
     assert ch.answer("q1", "late") is False
 
 
 async def test_over_budget_after_quota_and_invalid_does_not_count() -> None:
     ch = HumanChannel(max_asks=1, timeout_s=0, over_budget_text="NO MORE")
-    assert "提问无效" in await ch.ask("")
-    assert "提问无效" in await ch.ask("pick", ["a", "a"])
-    assert "提问无效" in await ch.ask("pick", ["x"] * (MAX_OPTIONS + 1))
+    assert "提问无效" in (await ch.ask("")).reply
+    assert "提问无效" in (await ch.ask("pick", ["a", "a"])).reply
+    assert "提问无效" in (await ch.ask("pick", ["x"] * (MAX_OPTIONS + 1))).reply
     assert ch.remaining == 1
-    assert await ch.ask("real?") == TIMEOUT
-    assert await ch.ask("again?") == "NO MORE"
+    assert (await ch.ask("real?")).reply == TIMEOUT
+    assert (await ch.ask("again?")).reply == "NO MORE"
     assert [a.state for a in ch.asks] == ["invalid", "invalid", "invalid", "timeout", "over_budget"]
     assert [a.id for a in ch.asks] == ["q1", "q2", "q3", "q4", "q5"] and ch.remaining == 0
 
@@ -128,7 +128,7 @@ async def test_oversize_question_and_answer_are_capped() -> None:
     ask = ch.pending()[0]
     assert len(ask.question) < MAX_TEXT_CHARS + 100 and ask.question.startswith("Q" * 100)
     assert ch.answer(ask.id, "A" * (MAX_TEXT_CHARS * 2))
-    reply = await task
+    reply = (await task).reply
     assert len(reply) < MAX_TEXT_CHARS + 100 and str(MAX_TEXT_CHARS) in reply
 
 

@@ -47,8 +47,8 @@ class FakeChannel:
 def test_defaults_append_to_the_preset_and_stay_portable() -> None:
     opts = build_options(AgentSpec(system_prompt="Be terse."), cwd="/w", env={})
     assert opts.system_prompt == {"type": "preset", "preset": "claude_code", "append": "Be terse."}
-    assert opts.permission_mode == "acceptEdits"
-    assert opts.allowed_tools == ["Read", "Glob", "Grep", "Bash"]
+    assert opts.permission_mode == "default"  # the original flower's defaults: a read-only agent
+    assert opts.allowed_tools == ["Read", "Glob", "Grep"]
     assert opts.setting_sources == []
     assert opts.cwd == "/w" and opts.tools is None and opts.session_store is None
     assert opts.resume is None and opts.fork_session is False
@@ -151,7 +151,7 @@ def _texts(msgs: list[Any]) -> list[str]:
     return [b.text for m in msgs if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, TextBlock)]
 
 
-async def test_default_spec_writes_and_runs_bash_unattended(double_factory: Any, cli_home: Path,
+async def test_a_working_spec_writes_and_runs_bash_unattended(double_factory: Any, cli_home: Path,
                                                             tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -161,7 +161,8 @@ async def test_default_spec_writes_and_runs_bash_unattended(double_factory: Any,
             "command": "echo $((6*7)) > b.txt && echo compact=$DISABLE_AUTO_COMPACT && cat b.txt a.txt"}}]},
         {"say": "Bash said: {last_tool_result}"},
     ]}))
-    spec = AgentSpec(system_prompt="You are the flower test agent.", compact="off", max_turns=5)
+    spec = AgentSpec(system_prompt="You are the flower test agent.", compact="off", max_turns=5,
+                     permission_mode="acceptEdits", allowed_tools=["Read", "Glob", "Grep", "Bash"])
     # A HOME of its own: the Bash tool sources the user's shell config, which on a CI box may run a version
     # manager's rehash (60 s on a stale lock, and its complaint in the tool's output).
     home = tmp_path / "home"
@@ -184,7 +185,7 @@ async def test_read_only_role_is_refused_writes_but_reaches_its_channel(double_f
         {"say": "Human: {last_tool_result}"},
     ]}))
     ch = FakeChannel("blue")
-    spec = AgentSpec(permission_mode="default", allowed_tools=["Read", "Glob", "Grep"], channel=ch, max_turns=5)
+    spec = AgentSpec(channel=ch, max_turns=5)  # the defaults: "default" mode, Read/Glob/Grep approved
     msgs = await _run(build_options(spec, cwd=ws, env=md.env(cli_home)))
     denied = [m for m in msgs if isinstance(m, SystemMessage) and m.subtype == "permission_denied"]
     assert len(denied) == 1 and not (ws / "x.txt").exists()
