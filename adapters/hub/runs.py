@@ -50,6 +50,8 @@ MOVED = ("Your answer is kept: the run moved to another worker, which gets it wh
          "its inbox if it goes on without asking).")
 UNHELD = ("The worker that held this run stopped answering. Your answer is kept and reaches the run when "
           "another worker takes it over.")
+TOO_LATE = ("The run ended just before your words reached it, so nothing heard them. Write them in its thread "
+            "again to continue the run.")
 
 
 class LiveRun:
@@ -308,6 +310,8 @@ class LiveRun:
         except Undelivered:
             return IntentResult(True, "Queued: the run is moving to another worker, which reads it at its next "
                                 "checkpoint.", self.run_id)
+        if reply.ended:
+            return IntentResult(False, TOO_LATE, self.run_id)
         if not reply.mail:
             return IntentResult(False, "Nothing to send: the message is empty.", self.run_id)
         self.pipe.put(self.view.mail_sent(reply.mail, user))
@@ -323,6 +327,8 @@ class LiveRun:
             self.pipe.put(self.view.interrupted(user, text))
             return IntentResult(True, "Interrupted: the run is moving to another worker, which hears your words "
                                 "when it takes it over.", self.run_id)
+        if reply.ended:
+            return IntentResult(False, TOO_LATE, self.run_id)
         self.pipe.put(self.view.interrupted(user, text))
         how = "it stops at the next message boundary and resumes with your words" if reply.in_flight else \
             "no step is in flight; your words go with the next prompt"

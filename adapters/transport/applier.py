@@ -53,6 +53,7 @@ class Applier:
         self._waiting: list[Intent] = []  # answers for the question the step is about to restore
         self._expected: set[str] = set()  # questions the step is about to restore (squashed text)
         self._replayed = asyncio.Event()  # set once the start's replay is done (live intents wait for it)
+        self._over = False  # the run's end was settled: later intents are refused as too late
         self._chores = Chores()
 
     # ---- 1. start ---------------------------------------------------------------------------------
@@ -134,6 +135,9 @@ class Applier:
         await self._replayed.wait()
         if intent.iid in self._seen:
             return self._seen[intent.iid]
+        if self._over:  # the run's end is settled: no step will hear this, and the sender must know it
+            self._settle(intent.iid, Settled.MOOT)
+            return IntentReply.too_late()
         reply = await self._apply(intent)
         self._seen[intent.iid] = reply
         return reply
@@ -245,6 +249,7 @@ class Applier:
             await self._chores.wait()
         if state == "died" or self.log is None:
             return
+        self._over = True
         take = getattr(self.runtime, "take_unread", None)
         unread = (take() if take is not None else None) or ""  # words that came after the run's last turn
         used = self._answered | self._taken | self._in_flight | self._later

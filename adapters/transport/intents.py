@@ -84,6 +84,10 @@ class Intent:
         return cls(**known)
 
 
+# Why an intent is refused when it reached the run only after its end (no step will ever hear it).
+RUN_ENDED = "the run had ended"
+
+
 @dataclass(frozen=True)
 class IntentReply:
     """What the run side says back about one intent (what a person is then told is the chat side's).
@@ -98,6 +102,15 @@ class IntentReply:
     kept: bool = False
     answer: str = ""
     error: str = ""
+
+    @classmethod
+    def too_late(cls) -> IntentReply:
+        return cls(ok=False, error=RUN_ENDED)
+
+    @property
+    def ended(self) -> bool:
+        """Refused because the run had ended before the intent reached it."""
+        return not self.ok and self.error == RUN_ENDED
 
 
 class IntentLog(Protocol):

@@ -9,7 +9,9 @@ holds another one — in the same script, so a holder that was replaced cannot s
 | take     | work entry -> me (XCLAIM), ``gen`` + 1, holder           | the entry is mine (new, resumed) |
 |          |                                                          | or its owner is dead (claim)     |
 | publish  | one event / step / hello on the events stream            | ``gen`` is still mine            |
-| end      | the end, XACK + XDEL of the work entry, expiries         | ``gen`` is still mine            |
+| end      | the end, XACK + XDEL of the work entry, expiries; every  | ``gen`` is still mine            |
+|          | intent after the holder's cursor refused (settled moot,  |                                  |
+|          | "the run had ended" replied) in the same script          |                                  |
 | settle   | iid -> how in the run's settled hash                     | ``gen`` is still mine            |
 | reply    | one intent's reply list                                  | ``gen`` is still mine            |
 | release  | work entry -> the ``~released`` consumer (anyone claims) | the entry is mine                |
@@ -104,15 +106,33 @@ redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 3))
 return 1
 """
 
-# KEYS: run hash, events, work, intents, settled. ARGV: gen, maxlen, group, entry id, keep_s, then fields.
+# KEYS: run hash, events, work, intents, settled. ARGV: gen, maxlen, group, entry id, keep_s, cursor (the
+# last intent the holder applied), reply key prefix, refusal reply, how refused ones settle, then fields.
+# An intent logged after the holder's cursor would otherwise be acknowledged by nobody and heard by nobody:
+# it is refused here, atomically with the end, so its sender learns the run had ended.
 _END = _CLOCK + """
 if not mine(KEYS[1], ARGV[1]) then return 0 end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 6))
+local late = 0
+for _, entry in ipairs(redis.call('XRANGE', KEYS[4], '(' .. ARGV[6], '+')) do
+  local f, iid, wants = entry[2], nil, false
+  for i = 1, #f, 2 do
+    if f[i] == 'iid' then iid = f[i + 1] elseif f[i] == 'reply' and f[i + 1] == '1' then wants = true end
+  end
+  if iid and redis.call('HEXISTS', KEYS[5], iid) == 0 then
+    redis.call('HSET', KEYS[5], iid, ARGV[9])
+    if wants then
+      redis.call('LPUSH', ARGV[7] .. iid, ARGV[8])
+      redis.call('EXPIRE', ARGV[7] .. iid, 60)
+    end
+    late = late + 1
+  end
+end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 10))
 redis.call('XACK', KEYS[3], ARGV[3], ARGV[4])
 redis.call('XDEL', KEYS[3], ARGV[4])
 redis.call('HSET', KEYS[1], 'holder', '')
 for _, i in ipairs({1, 4, 5}) do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
-return 1
+return 1 + late
 """
 
 # KEYS: run hash, settled. ARGV: gen, iid, how. (A run that ended expires: its settled hash goes with it.)
@@ -212,11 +232,13 @@ class Fence:
         return self._publish(keys=[self.keys.run(run_id), self.keys.events], args=[gen, maxlen, *flat], client=pipe)
 
     def end(self, pipe: Any, run_id: str, gen: int, entry_id: str, fields: dict[str, str], maxlen: int,
-            keep_s: int) -> Any:
+            keep_s: int, *, cursor: str, refusal: str, refused_as: str) -> Any:
+        """Queued on `pipe` (its result: 0 refused, else 1 + how many late intents it refused)."""
         k = self.keys
         flat = [part for kv in fields.items() for part in kv]
         return self._end(keys=[k.run(run_id), k.events, k.work, k.intents(run_id), k.settled(run_id)],
-                         args=[gen, maxlen, wire.WORK_GROUP, entry_id, keep_s, *flat], client=pipe)
+                         args=[gen, maxlen, wire.WORK_GROUP, entry_id, keep_s, cursor, k.reply(""), refusal,
+                               refused_as, *flat], client=pipe)
 
     async def settle(self, run_id: str, gen: int, iid: str, how: str) -> bool:
         return bool(await self._settle(keys=[self.keys.run(run_id), self.keys.settled(run_id)], args=[gen, iid, how]))

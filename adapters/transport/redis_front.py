@@ -241,12 +241,18 @@ class RedisTransport:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
-            # Waited on in slices: a holder that dies, or a takeover, ends the wait early.
+            # Waited on in slices: a holder that dies, or a takeover, ends the wait early - unless a reply
+            # is there after all (the end script refuses what came after the holder's last read).
+            gone = ""
             if not holder or not await persist("liveness", lambda: self._f.alive(DEAD_AFTER_S, holder)):
-                raise Undelivered(f"no worker holds run {run_id} right now")
-            now = self.runs.get(run_id)
-            if now is None or now.gen != seen:
-                raise Undelivered(f"run {run_id} moved to another worker")
+                gone = f"no worker holds run {run_id} right now"
+            elif (now := self.runs.get(run_id)) is None or now.gen != seen:
+                gone = f"run {run_id} moved to another worker"
+            if gone:
+                last = await persist("reply", lambda: self.redis.lpop(self.keys.reply(intent.iid)))
+                if last is not None:
+                    return wire.reply_of(last)
+                raise Undelivered(gone)
             left = deadline - loop.time()
             if left <= 0:
                 raise Undelivered(f"worker {holder} did not reply in {wait:g}s")

@@ -42,6 +42,7 @@ class Held:
     store: Any = None  # the run's fenced session store view (None: the kit has no Redis store)
     parked: bool = False
     seq: int = 0
+    cursor: str = "0-0"  # the last entry of the run's intents stream this holder has applied
     spent_usd: float = 0.0  # the run's budget as it last reported it (its base included): a taker-over starts there
     spent_dirty: bool = False  # not yet written to the run's hash
     superseded: bool = False  # another holder took over: nothing more goes out from here

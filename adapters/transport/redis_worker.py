@@ -37,6 +37,7 @@ from typing import Any
 from adapters.transport import wire
 from adapters.transport.base import RunEnd
 from adapters.transport.engine import EngineKit
+from adapters.transport.intents import IntentReply, Settled
 from adapters.transport.plan import RunPlan
 from adapters.transport.redis_conn import DOWN, cancel_all, connect, ensure_group, persist, reachable
 from adapters.transport.redis_fence import Fence, Taken
@@ -55,6 +56,7 @@ BLOCK_MS = 2000  # blocking reads return this often (well under the client's 5 s
 EVENTS_KEPT = 100_000  # the events stream's approximate cap (the front deletes what it has read)
 KEEP_ENDED_S = 24 * 3600  # a finished run's hash and intents stay this long, for late readers
 STOP_TIMEOUT_S = 20.0
+_TOO_LATE = wire.reply_json(IntentReply.too_late())
 
 
 def default_name() -> str:
@@ -278,6 +280,7 @@ class RedisWorker:
             await self.ended(held, RunEnd("failed", error=f"Could not start the run: {exc}"))
             return
         held.engine.start()
+        held.cursor = cursor
         held.tasks = [asyncio.create_task(self._intents(held, cursor), name=f"intents {run_id}"),
                       asyncio.create_task(self._settler(held), name=f"settles {run_id}")]
         log.info("worker %s holds run %s (holder #%d, delivery %d%s)", self.name, run_id, held.gen, got.deliveries,
@@ -351,7 +354,8 @@ class RedisWorker:
                 h.spent_dirty = False
             for fields, h, ending in todo:
                 if ending:
-                    await self._f.end(pipe, h.run_id, h.gen, h.entry_id, fields, EVENTS_KEPT, KEEP_ENDED_S)
+                    await self._f.end(pipe, h.run_id, h.gen, h.entry_id, fields, EVENTS_KEPT, KEEP_ENDED_S,
+                                      cursor=h.cursor, refusal=_TOO_LATE, refused_as=Settled.MOOT.value)
                 else:
                     await self._f.publish(pipe, h.run_id, h.gen, fields, EVENTS_KEPT)
             results = (await pipe.execute(raise_on_error=False))[len(books):]
@@ -362,6 +366,8 @@ class RedisWorker:
                 self._superseded(h, "a message was refused")
             elif ending:
                 h.ended = True
+                if int(ok) > 1:
+                    log.info("run %s: %d input(s) came after its end and were refused", h.run_id, int(ok) - 1)
 
     # ---- intents in -----------------------------------------------------------------------------
     async def _intents(self, held: Held, cursor: str) -> None:
@@ -377,16 +383,17 @@ class RedisWorker:
                 cursor = str(entry_id)
                 if wire.text(fields, "ctl") == "sync" and held.sink is not None:
                     held.sink.replay()
-                    continue
-                logged = Logged.of(fields)
-                if logged is None or held.log is None or not held.log.arrived(logged):
-                    continue
-                if is_slow(logged.intent):
+                elif (logged := Logged.of(fields)) is None or held.log is None or not held.log.arrived(logged):
+                    pass
+                elif is_slow(logged.intent):
                     aside = asyncio.create_task(self._apply(held, logged))
                     self._asides.add(aside)
                     aside.add_done_callback(self._asides.discard)
                 else:
                     await self._apply(held, logged)
+                # Moved only once the entry is applied (and replied to): what is after it at the run's end
+                # is refused by the end script, so nothing is acknowledged by nobody.
+                held.cursor = cursor
 
     async def _apply(self, held: Held, logged: Logged) -> None:
         try:

@@ -100,6 +100,12 @@ async def test_words_no_turn_heard_are_settled_moot_and_said_in_the_thread() -> 
     assert [(e.payload["subtype"], e.payload["text"], e.payload["user"]) for e in events] == [
         ("unheard", "and add a README", "ana")]
 
+    after = Intent(Op.INTERRUPT, "and a licence", user="ana")  # read by the holder once the end is settled
+    assert log.append(after)
+    reply = await applier.apply(after)
+    assert reply.ended and not reply.ok and runtime.take_unread() is None
+    assert store.count_unsettled_intents() == 0
+
 
 async def _no_oracle(question: str) -> str:
     raise LookupError("no oracle")

@@ -17,6 +17,7 @@ import pytest
 
 from adapters.transport import wire
 from adapters.transport.engine import EngineKit
+from adapters.transport.intents import Intent, Op, Settled
 from adapters.transport.plan import RunPlan
 from adapters.transport.redis_conn import DOWN, cancel_all, connect
 from adapters.transport.redis_fence import Fence
@@ -288,3 +289,36 @@ def test_engine_kit_is_what_the_double_stands_for() -> None:
     """The double keeps the fields RedisWorker replaces and reads (a rename in EngineKit shows here)."""
     for name in ("adopt", "may_park", "runtime_options"):
         assert name in EngineKit.__dataclass_fields__ and name in KitDouble.__dataclass_fields__
+
+
+async def test_an_intent_logged_after_the_holders_last_read_is_refused_with_the_end(rig: Rig) -> None:
+    """A front logs an intent in the instant the holder's run is ending (its reader has stopped): the end
+    script refuses it atomically with the end — settled moot, "the run had ended" replied — so nobody is
+    told "ok" about words no step will hear. What the holder applied before is left as it was."""
+    w = await rig.worker("w")
+    await rig.submit("r1")
+    await until("w to hold r1", lambda: rig.gen("r1"))
+    heard = Intent(Op.SEND, "read this first", user="ana")
+    await rig.r.xadd(KEYS.intents("r1"), wire.intent_entry(heard))
+    await until("the holder to reply to it", lambda: rig.r.exists(KEYS.reply(heard.iid)))
+    reader = w.held["r1"].tasks[0]
+    reader.cancel()  # the run is ending: its holder reads no more intents
+    await asyncio.gather(reader, return_exceptions=True)
+    late = Intent(Op.INTERRUPT, "and use tabs", user="ana")
+    quiet = Intent(Op.STOP, user="bob")  # logged without waiting for a reply
+    await rig.r.xadd(KEYS.intents("r1"), wire.intent_entry(late))
+    await rig.r.xadd(KEYS.intents("r1"), wire.intent_entry(quiet, reply=False))
+    rig.kit.of("r1")[0].finish()
+    await until("the run's end", lambda: _ended(rig, "r1"))
+    refusal = await rig.r.lpop(KEYS.reply(late.iid))
+    assert refusal is not None and wire.reply_of(refusal).ended
+    assert await rig.r.hget(KEYS.settled("r1"), late.iid) == Settled.MOOT.value
+    assert await rig.r.hget(KEYS.settled("r1"), quiet.iid) == Settled.MOOT.value
+    assert not await rig.r.exists(KEYS.reply(quiet.iid))
+    first = await rig.r.lpop(KEYS.reply(heard.iid))
+    assert first is not None and wire.reply_of(first).ok
+    assert await rig.r.hget(KEYS.settled("r1"), heard.iid) != Settled.MOOT.value
+
+
+async def _ended(rig: Rig, run_id: str) -> bool:
+    return any(m["t"] == "end" for m in await rig.messages(run_id))
