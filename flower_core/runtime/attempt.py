@@ -89,7 +89,8 @@ class Attempt:
                  on_events: Callable[[list[Event]], None] | None = None,
                  on_session: Callable[[str], None] | None = None,
                  idle_timeout: float | None = None, ask_tool: str = "",
-                 waiting_questions: Callable[[bool], int] | None = None) -> None:
+                 waiting_questions: Callable[[bool], int] | None = None,
+                 person_waits: Callable[[], bool] | None = None) -> None:
         self.options = options
         self.prompt = prompt
         self.signal = signal or StopSignal()
@@ -103,6 +104,7 @@ class Attempt:
         # many questions still wait on the human side (withdrawing them first when True is passed):
         # see _let_answers_land.
         self.ask_tool, self.waiting_questions = ask_tool, waiting_questions
+        self.person_waits = person_waits  # a question or an approval waits for a person: silence is expected
         self._open_asks: set[str] = set()
         self._asks_closed: asyncio.Event | None = None
 
@@ -172,24 +174,37 @@ class Attempt:
 
     async def _consume(self, client: ClaudeSDKClient) -> None:
         stream = client.receive_response().__aiter__()
-        while True:
-            try:
-                msg = await asyncio.wait_for(stream.__anext__(), self._next_timeout())
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                if self._first:
-                    self.out.error = f"the CLI did not continue the interrupted turn within {self._next_timeout():.0f}s"
+        # The next message is awaited as a task of its own, so a timeout can be waited out again without
+        # cancelling (and so closing) the SDK's stream: a CLI that is silent because a person is being
+        # asked (a question, an approval) is not hung, and that wait is the person's, not the idle limit's.
+        nxt: asyncio.Future[Any] | None = None
+        try:
+            while True:
+                nxt = nxt or asyncio.ensure_future(stream.__anext__())
+                done, _ = await asyncio.wait({nxt}, timeout=self._next_timeout())
+                if not done:
+                    if not self._first and self.person_waits is not None and self.person_waits():
+                        continue
+                    self.out.error = (
+                        f"the CLI did not continue the interrupted turn within {self._next_timeout():.0f}s"
+                        if self._first else f"timeout: no message from the CLI for {self.idle_timeout:.0f}s")
                     return
-                self.out.error = f"timeout: no message from the CLI for {self.idle_timeout:.0f}s"
-                return
-            except Exception as exc:
-                self.out.error = _short(exc)
-                return
-            self._first = False
-            self._take(msg)
-            if isinstance(msg, ResultMessage):
-                return
+                got, nxt = nxt, None
+                try:
+                    msg = got.result()
+                except StopAsyncIteration:
+                    return
+                except Exception as exc:
+                    self.out.error = _short(exc)
+                    return
+                self._first = False
+                self._take(msg)
+                if isinstance(msg, ResultMessage):
+                    return
+        finally:
+            if nxt is not None and not nxt.done():
+                nxt.cancel()
+                await asyncio.gather(nxt, return_exceptions=True)
 
     def _next_timeout(self) -> float | None:
         if not self._first:

@@ -37,6 +37,7 @@ from flower_core.runtime.handoff import (
 )
 from flower_core.runtime.parked import ParkRecords
 from flower_core.runtime.parking import Parking, ParkPolicy
+from flower_core.runtime.people import person_waits, waiting_questions
 from flower_core.runtime.permission import take_decisions
 from flower_core.runtime.resilience import Resilience, classify
 from flower_core.runtime.results import StepResult
@@ -354,7 +355,8 @@ class Runtime:
                               on_session=None if writing else partial(self._on_session, state),
                               idle_timeout=self.resilience.idle_timeout,
                               ask_tool=str(getattr(channel, "tool_name", "") or ""),
-                              waiting_questions=None if channel is None else partial(_waiting_questions, channel))
+                              waiting_questions=None if channel is None else partial(waiting_questions, channel),
+                              person_waits=None if channel is None else partial(person_waits, channel))
             out = await attempt.run()
             self.budget.settle(out, limit, step=state.result.step)
             state.result.approvals += take_decisions(channel)
@@ -409,18 +411,3 @@ class Runtime:
         except Exception as exc:  # the books are best effort; the run goes on
             self.ui_errors.append(f"manifest: {exc!r}")
             return index
-
-
-def _waiting_questions(channel: Any, withdraw: bool) -> int:
-    """How many of the step's own questions wait for a person, so their calls may be cut at once. With
-    ``withdraw`` (the run is being interrupted) they are withdrawn first and the count is of those
-    withdrawn: an answer from then on is refused instead of lost, and one that got in just before is
-    not counted (its result is on its way). The runtime's own questions (a ``kind``, e.g. budget) are
-    not the step's calls."""
-    pending = getattr(channel, "pending", None)
-    if pending is None:
-        return 0
-    own = [a for a in pending() if not getattr(a, "kind", "")]
-    if withdraw and hasattr(channel, "withdraw"):
-        return sum(1 for a in own if channel.withdraw(a.id))
-    return len(own)

@@ -12,7 +12,7 @@ import pytest
 
 from flower_core.events import Event
 from flower_core.human import HumanChannel
-from flower_core.runtime import Runtime
+from flower_core.runtime import Resilience, Runtime
 from flower_core.runtime.handoff import NEUTRAL_RESUME
 from tests.conftest import scenario_of
 from tests.support.runtime_support import Recorder, make_runtime, spec
@@ -241,3 +241,29 @@ async def test_an_answer_right_behind_an_interrupt_is_refused_or_heard(double_fa
     assert any("and use tabs" in q.last_user_text for q in requests)
     heard = any("blue" in (q.last_tool_result or "") or "blue" in q.last_user_text for q in requests)
     assert accepted and accepted[0] is heard, (accepted, [q.last_tool_result for q in requests])
+
+
+async def test_a_question_waiting_longer_than_the_idle_limit_is_not_a_hung_cli(double_factory: Any, cli_home: Path,
+                                                                               tmp_path: Path) -> None:
+    """The CLI is silent while a person is asked (no parking here): that silence is the person's, so the
+    idle limit does not end the attempt; an answer after it still reaches the model in the same turn."""
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Asking.", "call": [{"tool": "mcp__human__ask", "input": {"question": "Which colour?"}}]},
+        {"say": "Colour: {last_tool_result}"},
+    ]}))
+    idle = 1.0
+    rt = make_runtime(tmp_path, md, cli_home, resilience=Resilience(base_delay=0.01, max_delay=0.05, jitter=0.0,
+                                                                    idle_timeout=idle))
+    loop = asyncio.get_running_loop()
+
+    def answer_late(ev: Event) -> None:
+        if ev.kind == "ask" and ev.payload.get("state") == "asked":
+            loop.call_later(3 * idle, ch.answer, str(ev.payload["id"]), "blue")
+
+    ch = HumanChannel(on_event=answer_late)
+    try:
+        r = await rt.run(spec(channel=ch), "paint it", step_name="paint")
+    finally:
+        rt.close()
+    assert r.ok and r.attempts == 1, r.error
+    assert md.model_requests()[-1].last_tool_result == "blue"
