@@ -157,10 +157,11 @@ class Attempt:
         call's question was answered before that, the interrupt waits (bounded) until the CLI has echoed
         the result. A call whose question was withdrawn is interrupted at once: the person spoke instead.
         Other stops (parking, a handoff, the budget) keep a waiting question open for what follows."""
-        if not self._open_asks or self.waiting_questions is None:
+        interrupting = self.out.stopped == "interrupt"
+        if self.waiting_questions is None or not (self._open_asks or interrupting):
             return
         try:
-            waiting = self.waiting_questions(self.out.stopped == "interrupt")
+            waiting = self.waiting_questions(interrupting)
         except Exception:
             waiting = len(self._open_asks)
         if waiting >= len(self._open_asks):

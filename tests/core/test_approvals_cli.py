@@ -10,6 +10,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
+from claude_agent_sdk import ClaudeSDKClient
+
 from flower_core.events import Event
 from flower_core.human import HumanChannel, texts
 from flower_core.human.approval import ALLOW_ONCE, DENY, ApprovalGate, run_option
@@ -20,6 +23,7 @@ from flower_core.spec import AgentSpec, build_options
 from tests.conftest import scenario_of
 
 EFFECT = "echo ran >> effect.txt; echo out=42"
+WORKING: dict[str, Any] = {"permission_mode": "acceptEdits", "allowed_tools": ["Read", "Glob", "Grep", "Bash"]}
 
 
 def bash(command: str) -> dict[str, Any]:
@@ -49,9 +53,12 @@ class Run:
             asyncio.get_running_loop().call_soon(approve)
 
     async def attempt(self) -> Outcome:
-        spec = AgentSpec(name="t", channel=self.channel, max_turns=10)  # the defaults: acceptEdits + Bash allowed
+        spec = AgentSpec(name="t", channel=self.channel, max_turns=10, **WORKING)
         opts = build_options(spec, cwd=self.ws, env={**self.md.env(self.cli_home), "HOME": str(self.home)})
         return await Attempt(opts, "go", idle_timeout=60).run()
+
+    def asks_made(self) -> list[Any]:
+        return [a for a in self.channel.asks if a.kind == "approval"]
 
     def asked(self) -> list[dict[str, Any]]:
         return [e.payload for e in self.events if e.payload.get("kind") == "approval" and e.payload["state"] == "asked"]
@@ -156,7 +163,7 @@ async def test_a_runtime_step_keeps_its_decisions_in_the_manifest(double_factory
     rt = Runtime(workspace=r.ws, run_dir=tmp_path / "runs", env={**r.md.env(r.cli_home), "HOME": str(r.home)},
                  handoff=False)
     try:
-        result = await rt.run(AgentSpec(name="work", channel=r.channel, max_turns=10), "go")
+        result = await rt.run(AgentSpec(name="work", channel=r.channel, max_turns=10, **WORKING), "go")
     finally:
         rt.close()
     assert result.ok and r.effect() == "ran\n"
@@ -181,3 +188,38 @@ async def test_a_subagents_bash_call_is_asked_about_too(double_factory: Any, cli
     assert out.ok and r.effect() == "ran\n" and len(r.asked()) == 1 and r.asked()[0]["tool"] == "Bash"
     assert {q.conversation for q in md.model_requests()} == {"main", "worker"}
     assert "Worker saw: out=42" in out.texts[-1]
+
+
+async def test_an_interrupt_withdraws_a_waiting_approval_so_a_click_as_it_lands_is_refused(
+        double_factory: Any, cli_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone interrupts while an approval waits, and "Allow once" is clicked in the very instant the
+    interrupt goes to the CLI (the click rides on the SDK's interrupt call here): the approval was withdrawn
+    before, so the click is refused — else it would be told "allowed" about a call the CLI cancels. The
+    command never ran and the model hears the interrupt's words."""
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Heard: {last_user_text}", "turn": [
+        {"say": "Running.", "call": [bash(EFFECT)]}, {"say": "Saw: {last_tool_result}"}]}))
+    r = Run(md, cli_home, tmp_path, Policy.of(ask=["Bash"]))
+    rt = Runtime(workspace=r.ws, run_dir=tmp_path / "runs", env={**r.md.env(r.cli_home), "HOME": str(r.home)},
+                 handoff=False)
+    clicked: list[bool] = []
+    real_interrupt = ClaudeSDKClient.interrupt
+
+    async def click_as_the_interrupt_lands(client: ClaudeSDKClient) -> None:
+        clicked.extend(r.channel.approve(a.id, "once", by="ana") for a in r.asks_made())
+        await real_interrupt(client)
+
+    monkeypatch.setattr(ClaudeSDKClient, "interrupt", click_as_the_interrupt_lands)
+
+    def interrupt_when_asked(ev: Event) -> None:
+        r.events.append(ev)
+        if ev.payload.get("kind") == "approval" and ev.payload["state"] == "asked":
+            asyncio.get_running_loop().call_soon(rt.interrupt, "leave it, use tabs")
+
+    r.channel.on_event = interrupt_when_asked
+    try:
+        result = await rt.run(AgentSpec(name="work", channel=r.channel, max_turns=10, **WORKING), "go")
+    finally:
+        rt.close()
+    assert result.ok, result.error
+    assert clicked == [False] and r.effect() == ""
+    assert any("leave it, use tabs" in q.last_user_text for q in md.model_requests())
