@@ -39,7 +39,7 @@ from flower_core.runtime.parked import ParkRecords
 from flower_core.runtime.parking import Parking, ParkPolicy
 from flower_core.runtime.people import person_waits, waiting_questions
 from flower_core.runtime.permission import take_decisions
-from flower_core.runtime.resilience import Resilience, classify
+from flower_core.runtime.resilience import FATAL, Resilience, classify, is_network_error
 from flower_core.runtime.results import StepResult
 from flower_core.runtime.transcript import SessionFacts, ask_calls, human_inputs
 from flower_core.session_store import SQLiteSessionStore
@@ -287,6 +287,8 @@ class Runtime:
             if delay is None:
                 return
             await state.wait_poke(delay)  # an interrupt cuts the backoff short
+            if not await self._wait_online(out, state):
+                return
             if sid:
                 await self._carry_again(state, sid)
                 cur_prompt, cur_resume = self.resilience.resume_prompt, sid
@@ -316,7 +318,7 @@ class Runtime:
         result.error = error
         kind = classify(error, status=out.status)
         if out.overflow:
-            kind = "permanent"  # handoff is off (or no session): the same prompt cannot fit again
+            kind = FATAL  # handoff is off (or no session): the same prompt cannot fit again
         if not policy.enabled or result.attempts >= policy.max_attempts or not policy.should_retry(kind):
             return None
         delay = policy.delay_for(result.attempts)
@@ -329,6 +331,23 @@ class Runtime:
             "error": error[:500], "kind": kind, "delay_s": round(delay, 2),
             "session_id": out.session_id or state.session}))
         return delay
+
+    async def _wait_online(self, out: Outcome, state: StepState) -> bool:
+        """A connection error: wait for the endpoint before the next attempt (False = it stayed down)."""
+        policy = self.resilience
+        if not policy.probe or not is_network_error(out.error):
+            return True
+        step = state.result.step
+
+        def notify(line: str) -> None:
+            self.emit(state, Event("retry", text=f"{step}: {line}", payload={"step": step, "offline": True}))
+
+        if await policy.wait_online(notify, env=resolve_env(self.env)):
+            return True
+        state.result.attempts -= 1  # the retry booked for it never happened
+        state.result.error = (f"{out.error} (the endpoint stayed unreachable for "
+                              f"{policy.max_offline_wait:.0f}s)")
+        return False
 
     async def _attempt(self, spec: AgentSpec, prompt: str | None, resume: str | None, fork: bool, state: StepState,
                        *, writing: bool = False) -> Outcome:
