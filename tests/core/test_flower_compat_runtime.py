@@ -1,7 +1,8 @@
 """The original flower's runtime defaults and knobs, on flower_core (issue 24, second pass).
 
-    Resilience   6 attempts, 4 s doubling to 120 s, "fatal", and the network probe: a connection
-                 error waits for the endpoint (DNS + TCP) before the next attempt
+    Resilience       6 attempts, 4 s doubling to 120 s, "fatal", and the network probe: a connection
+                     error waits for the endpoint (DNS + TCP) before the next attempt
+    FLOWER_WINDOW    the window from the environment, over the model-name guess, under an explicit one
 
 The probe is driven for real: a 127.0.0.1 port where nothing listens, then a forwarder to the model
 double opened on that port once the runtime says it is waiting; the real CLI's next attempt gets through.
@@ -15,7 +16,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from flower_core import Resilience, Runtime, classify
+from flower_core import HandoffPolicy, Resilience, Runtime, classify, default_window
 from tests.conftest import scenario_of
 from tests.support.runtime_support import Recorder, spec
 
@@ -133,3 +134,17 @@ async def test_a_connection_error_fails_when_the_network_stays_down(double_facto
     finally:
         rt.close()
     assert not r.ok and r.attempts == len(r.errors) == 1 and "stayed unreachable" in (r.error or "")
+
+
+def test_flower_window_in_the_environment_sets_the_window(monkeypatch: Any) -> None:
+    monkeypatch.delenv("FLOWER_WINDOW", raising=False)
+    monkeypatch.setenv("ANTHROPIC_MODEL", "claude-opus-4-5[1m]")
+    assert default_window() == 1_000_000
+    monkeypatch.setenv("FLOWER_WINDOW", "300000")
+    assert default_window() == 300_000 and default_window("claude-haiku-4-5") == 300_000
+    assert default_window(env={"FLOWER_WINDOW": "150000"}) == 150_000  # the runtime's env comes first
+    assert HandoffPolicy().window_for(None) == 300_000
+    assert HandoffPolicy(window=50_000).window_for(None) == 50_000  # an explicit window (--window) wins
+    for bad in ("0", "-5", "lots", "1.5"):
+        monkeypatch.setenv("FLOWER_WINDOW", bad)
+        assert default_window() == 1_000_000, bad
