@@ -74,7 +74,18 @@ class Runtime:
                  env: Mapping[str, str] | None = None, window: int | None = None,
                  max_generations: int | None = None, on_session: Callable[[str], None] | None = None,
                  budget: Budget | float | None = None, park: ParkPolicy | float | None = None,
-                 session_store: Any = None) -> None:
+                 session_store: Any = None, portable: bool = True, trim: Any = False, ephemeral: Any = True,
+                 keep_denials: int = 1, spill_threshold: int | None = 4000) -> None:
+        if isinstance(keep_denials, bool) or not isinstance(keep_denials, int) or keep_denials < 0:
+            raise ValueError(f"keep_denials must be a whole number >= 0, got {keep_denials!r}")
+        if spill_threshold is not None and (isinstance(spill_threshold, bool) or not isinstance(spill_threshold, int)
+                                            or spill_threshold <= 0):
+            raise ValueError(f"spill_threshold must be a positive number of characters or None, "
+                             f"got {spill_threshold!r}")
+        # The original's load-time stores are not here yet: these are kept (and read back) but change nothing.
+        # See docs/coming-from-flower.md. ``portable`` does: False reads the project's .claude settings.
+        self.portable, self.trim, self.ephemeral = bool(portable), trim, ephemeral
+        self.keep_denials, self.spill_threshold = keep_denials, spill_threshold
         self.workspace = Path(workspace).expanduser().resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(run_dir).expanduser().resolve()
@@ -196,13 +207,18 @@ class Runtime:
 
     # -- the step loop ------------------------------------------------------------------------------
     async def run(self, spec: AgentSpec, prompt: str, *, step_name: str | None = None, resume: str | None = None,
-                  fork: bool = False, on_event: EventSink | None = None) -> StepResult:
-        """Run one step to its end; never raises for a failed run (see ``StepResult.ok``/``error``)."""
+                  fork: bool = False, resume_at: str | None = None, on_event: EventSink | None = None) -> StepResult:
+        """Run one step to its end; never raises for a failed run (see ``StepResult.ok``/``error``).
+
+        ``resume_at`` (a message uuid of the ``resume`` session) resumes from that message instead of the
+        session's end; only the first attempt uses it, a retry goes on from where that attempt got to.
+        """
         result = StepResult(step=step_name or spec.name, started_at=time.time())
         env = resolve_env(self.env)
         window = self.handoff.window_for(spec.model, env)
         state = StepState(asyncio.get_running_loop(), result, prompt, on_event, window=window,
                          at=self.handoff.at(window), warn_at=self.handoff.warn_at(window))
+        state.resume_at = resume_at if resume else None
         with self._lock:
             self._active.append(state)
             early, self._early = self._early, None
@@ -362,8 +378,11 @@ class Runtime:
             effective = replace(effective, max_budget_usd=None)
         elif limit is not None:  # the CLI stops at the message that reaches what is left of the cap
             effective = replace(effective, max_budget_usd=limit.usd)
+        if not self.portable and not effective.setting_sources:
+            effective = replace(effective, setting_sources=["project"])
+        resume_at, state.resume_at = (state.resume_at, None) if resume and not writing else (None, state.resume_at)
         options = build_options(effective, cwd=self.workspace, env=self.env, resume=resume, fork=fork,
-                                session_store=self.store, stderr=self.cli_stderr.append)
+                                resume_at=resume_at, session_store=self.store, stderr=self.cli_stderr.append)
         signal = StopSignal()
         if not writing:
             state.signal = signal

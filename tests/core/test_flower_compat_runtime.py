@@ -3,6 +3,7 @@
     Resilience       6 attempts, 4 s doubling to 120 s, "fatal", and the network probe: a connection
                      error waits for the endpoint (DNS + TCP) before the next attempt
     FLOWER_WINDOW    the window from the environment, over the model-name guess, under an explicit one
+    Runtime          portable / trim / ephemeral / keep_denials / spill_threshold, run(resume_at=)
 
 The probe is driven for real: a 127.0.0.1 port where nothing listens, then a forwarder to the model
 double opened on that port once the runtime says it is waiting; the real CLI's next attempt gets through.
@@ -12,13 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from flower_core import HandoffPolicy, Resilience, Runtime, classify, default_window
 from tests.conftest import scenario_of
-from tests.support.runtime_support import Recorder, spec
+from tests.support.runtime_support import Recorder, make_runtime, spec
 
 
 def free_port() -> int:
@@ -148,3 +152,45 @@ def test_flower_window_in_the_environment_sets_the_window(monkeypatch: Any) -> N
     for bad in ("0", "-5", "lots", "1.5"):
         monkeypatch.setenv("FLOWER_WINDOW", bad)
         assert default_window() == 1_000_000, bad
+
+
+async def test_resume_at_goes_on_from_an_earlier_message_of_the_session(double_factory: Any, cli_home: Path,
+                                                                         tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "reply one"}, {"say": "reply two"}, {"say": "reply three"}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        first = await rt.run(spec(), "prompt one")
+        second = await rt.run(spec(), "prompt two", resume=first.session_id)
+        assert first.ok and second.ok and second.session_id == first.session_id
+        entries = await rt.store.load({"project_key": rt.project_key, "session_id": first.session_id})
+        ones = [e for e in entries or [] if e.get("type") == "assistant" and "reply one" in json.dumps(e)]
+        assert ones, "the first reply is in the stored session"
+        third = await rt.run(spec(), "prompt three", resume=first.session_id, fork=True,
+                             resume_at=str(ones[-1]["uuid"]))
+    finally:
+        rt.close()
+    assert third.ok, third.error
+    history = json.dumps(md.model_requests()[-1].body["messages"], ensure_ascii=False)
+    assert "prompt one" in history and "reply one" in history and "prompt three" in history
+    assert "prompt two" not in history and "reply two" not in history
+
+
+def test_runtime_takes_the_originals_store_and_spill_knobs(tmp_path: Path) -> None:
+    rt = Runtime(workspace=tmp_path / "ws", run_dir=tmp_path / "runs", portable=False, trim=True, ephemeral=False,
+                 keep_denials=0, spill_threshold=None)
+    try:
+        assert (rt.portable, rt.trim, rt.ephemeral, rt.keep_denials, rt.spill_threshold) == (False, True, False, 0,
+                                                                                              None)
+    finally:
+        rt.close()
+    plain = Runtime(workspace=tmp_path / "ws", run_dir=tmp_path / "runs2")
+    try:
+        assert (plain.portable, plain.trim, plain.ephemeral, plain.keep_denials, plain.spill_threshold) == (
+            True, False, True, 1, 4000)
+    finally:
+        plain.close()
+    for bad in ({"keep_denials": -1}, {"keep_denials": 1.5}, {"spill_threshold": 0}, {"spill_threshold": "big"}):
+        with pytest.raises(ValueError):
+            Runtime(workspace=tmp_path / "ws", run_dir=tmp_path / "runs3", **bad)
+    assert not (tmp_path / "runs3").exists()  # bad input changes nothing
