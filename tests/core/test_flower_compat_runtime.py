@@ -4,6 +4,7 @@
                      error waits for the endpoint (DNS + TCP) before the next attempt
     FLOWER_WINDOW    the window from the environment, over the model-name guess, under an explicit one
     Runtime          portable / trim / ephemeral / keep_denials / spill_threshold, run(resume_at=)
+    starter_flow     isolate= (a git work tree, the worker in a worktree, the desk outside), judge_can_run=
 
 The probe is driven for real: a 127.0.0.1 port where nothing listens, then a forwarder to the model
 double opened on that port once the runtime says it is waiting; the real CLI's next attempt gets through.
@@ -15,12 +16,13 @@ import asyncio
 import contextlib
 import json
 import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flower_core import HandoffPolicy, Resilience, Runtime, classify, default_window
+from flower_core import HandoffPolicy, Resilience, Runtime, classify, default_window, starter_flow, wants_isolation
 from tests.conftest import scenario_of
 from tests.support.runtime_support import Recorder, make_runtime, spec
 
@@ -194,3 +196,30 @@ def test_runtime_takes_the_originals_store_and_spill_knobs(tmp_path: Path) -> No
         with pytest.raises(ValueError):
             Runtime(workspace=tmp_path / "ws", run_dir=tmp_path / "runs3", **bad)
     assert not (tmp_path / "runs3").exists()  # bad input changes nothing
+
+
+def test_starter_flow_isolate_needs_git_and_gives_the_worker_a_worktree(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(ValueError, match="git work tree"):
+        starter_flow("build X", workspace=plain, run_dir=tmp_path / "runs", isolate=True)
+    assert list(plain.iterdir()) == [] and not (tmp_path / ".flower-plain").exists()  # nothing touched
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    wf = starter_flow("build X", workspace=repo, run_dir=tmp_path / "runs", isolate=True, judge_can_run=True)
+    assert wf.workbench.root.is_relative_to(tmp_path / ".flower-repo") and not wf.workbench.root.is_relative_to(repo)
+    work = wf.steps[-1].spec
+    assert wants_isolation(work.agents["worker"]) and str(wf.workbench.root) in work.add_dirs
+    guard = work.hooks["PreToolUse"][-1].hooks[0]
+    out = asyncio.run(guard({"tool_name": "Agent", "tool_input": {"subagent_type": "worker", "prompt": "go"}},
+                            None, None))
+    assert out["hookSpecificOutput"]["updatedInput"]["isolation"] == "worktree"
+    judge = wf.steps[-1].gate.spec
+    assert "Bash" in judge.allowed_tools and "Bash" in (judge.tools or [])
+    assert not {"Write", "Edit"} & set(judge.tools or [])
+
+    default = starter_flow("build X", workspace=repo, run_dir=tmp_path / "runs2")
+    assert not wants_isolation(default.steps[-1].spec.agents["worker"])
+    assert "Bash" not in default.steps[-1].gate.spec.allowed_tools
