@@ -121,6 +121,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
 
 # -- runs ------------------------------------------------------------------------------------------------
 async def _once(args: argparse.Namespace) -> int:
+    from adapters.transport.engine import bridge_resilience
     from flower_core import AgentSpec, Runtime
 
     render = Render()
@@ -129,7 +130,7 @@ async def _once(args: argparse.Namespace) -> int:
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     spec = AgentSpec(name="ad-hoc", system_prompt=args.instructions, allowed_tools=tools,
                      permission_mode=args.permission_mode, max_budget_usd=args.budget)
-    rt = Runtime(workspace=workspace, run_dir=Path(args.run_dir))
+    rt = Runtime(workspace=workspace, run_dir=Path(args.run_dir), resilience=bridge_resilience())
     try:
         result = await rt.run(spec, args.prompt, step_name="ad-hoc", on_event=render)
     finally:

@@ -44,6 +44,7 @@ async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: f
                       render: Render | None = None, budget_usd: float | None = None, approve: str = "") -> int:
     """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code.
     ``approve``: the tools to ask about at the prompt before they run ("bash,edits")."""
+    from adapters.transport.engine import bridge_resilience
     from flower_core import BudgetError, Oracle, Runtime, starter_flow
 
     render = render or Render()
@@ -62,7 +63,7 @@ async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: f
         render.say("! stdin is not a terminal: nobody can answer questions here. Add --timeout 0 to let it "
                    "decide for itself.", "warn")
     runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": wf.workbench,
-                                      "handoff": handoff, "env": env}
+                                      "handoff": handoff, "env": env, "resilience": bridge_resilience()}
     if window:
         runtime_kwargs["window"] = window
     rt = Runtime(**runtime_kwargs)

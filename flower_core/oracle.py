@@ -104,8 +104,11 @@ class Oracle:
 
     def _aside(self) -> Any:
         if self._runtime is None:
-            from flower_core.runtime import Runtime  # the SDK loads only when a question is asked
+            from flower_core.runtime import Resilience, Runtime  # the SDK loads only when a question is asked
 
-            # No handoff: a side question is short, and its own context never matters to the run.
-            self._runtime = Runtime(workspace=self.workspace, run_dir=self.run_dir, env=self.env, handoff=False)
+            # No handoff: a side question is short, and its own context never matters to the run. A side
+            # question is answered now or not at all: few attempts, no waiting for the network.
+            self._runtime = Runtime(workspace=self.workspace, run_dir=self.run_dir, env=self.env, handoff=False,
+                                    resilience=Resilience(max_attempts=3, base_delay=2.0, max_delay=60.0,
+                                                          probe=False))
         return self._runtime

@@ -14,6 +14,8 @@ derived again, and the work step hears them.
 
 from __future__ import annotations
 
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -151,10 +153,25 @@ def _goal_step(channel: Any, wb: Workbench, *, always_set: bool) -> Step:
                 reduce=lambda r, ctx: _read(goal))
 
 
-def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, goal: bool, rounds: int) -> Step:
-    team = {"worker": roles.worker("Does the hands-on work: reads, writes, runs commands and checks results. "
-                                   "Give it one self-contained piece at a time.", worker_prompt, channel=channel)}
+def _is_git_work_tree(path: Path) -> bool:
+    try:
+        done = subprocess.run(["git", "-C", str(path), "rev-parse", "--is-inside-work-tree"], capture_output=True,
+                              text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == "true"
+
+
+def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, goal: bool, rounds: int,
+               isolate: bool = False, judge_can_run: bool = False) -> Step:
+    from flower_core.guards import isolate_guard, isolated, merge_hooks
+
+    hand = roles.worker("Does the hands-on work: reads, writes, runs commands and checks results. "
+                        "Give it one self-contained piece at a time.", worker_prompt, channel=channel)
+    team = {"worker": isolated(hand) if isolate else hand}
     spec = _reach(roles.coordinator(team, channel=channel, workbench=wb), wb)
+    if isolate:  # each Agent call for the worker gets a git worktree of its own
+        spec = replace(spec, hooks=merge_hooks(spec.hooks, {"PreToolUse": [isolate_guard(team)]}))
     said = f"\n\nThe human added on waking: {remark}" if remark else ""
 
     def prompt(ctx: Ctx) -> str:
@@ -166,7 +183,10 @@ def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, 
 
     step = Step(WORK, spec, prompt, resume_prompt=(f"{remark}\n\n{WORK_RESUME}" if remark else WORK_RESUME))
     if goal:
-        gate = JudgeGate(_reach(roles.judge(), wb), wb.goal)
+        judge = roles.judge()
+        if judge_can_run:  # it may run the checks (tests, builds); Write/Edit still do not exist for it
+            judge = replace(judge, tools=[*(judge.tools or []), "Bash"], allowed_tools=[*judge.allowed_tools, "Bash"])
+        gate = JudgeGate(_reach(judge, wb), wb.goal)
         step.gate, step.on_reject, step.retries = gate, gate.feedback, max(0, rounds - 1)
     return step
 
@@ -177,7 +197,8 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
                  worker_prompt: str = roles.WORKER_PROMPT, home: str | Path | None = None,
                  brief_name: str = "需求.md", goal_name: str = "目标.md", qa_name: str = "问答记录.md",
                  budget_usd: float | None = None, budget_steps: tuple[float, ...] = DEFAULT_STEPS,
-                 approvals: dict[str, Any] | None = None) -> Workflow:
+                 approvals: dict[str, Any] | None = None, isolate: bool = False,
+                 judge_can_run: bool = False) -> Workflow:
     """clarify -> goal -> work, with ``wf.workbench`` and ``wf.channel`` ready for the driver.
 
     ``new=True`` archives the lineage, brief and goal first (into ``notes/archive/<time>/``).
@@ -185,6 +206,9 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     go on (+``budget_steps``) or stop; None = no cap. Raises BudgetError (a ValueError) for a cap of
     0 (nothing may run) or a bad one, before anything is touched; ValueError when there is nothing
     to do: no task and no frozen brief to wake from, or a bad ``approvals`` rule (human/approval.py).
+    ``isolate=True`` (the original's): the worker works in a git worktree of its own, so ``workspace`` must be
+    a git work tree (ValueError otherwise, before anything is touched) and the desk moves outside it
+    (``<parent>/.flower-<name>`` unless ``home`` says where). ``judge_can_run=True`` lets the judge run commands.
     """
     from flower_core.human import HumanChannel  # the channel pulls in the SDK's MCP helpers lazily
     from flower_core.human.approval import gate_from
@@ -193,6 +217,12 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     if budget is not None and budget.cap == 0:
         raise BudgetError(REFUSED)
 
+    if isolate:
+        ws = Path(workspace).expanduser().resolve()
+        if not _is_git_work_tree(ws):
+            raise ValueError(f"isolate=True needs {ws} to be a git work tree (each worker gets a worktree of it); "
+                             "run git init there, or drop isolate")
+        home = home if home is not None else ws.parent / f".flower-{ws.name}"
     wb = Workbench(workspace, home, brief_name=brief_name, goal_name=goal_name, qa_name=qa_name)
     wb.refresh()
     if new:
@@ -212,5 +242,6 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     if not clarify_only:
         if goal:
             steps.append(_goal_step(channel, wb, always_set=bool(remark)))
-        steps.append(_work_step(channel, wb, remark, worker_prompt=worker_prompt, goal=goal, rounds=rounds))
+        steps.append(_work_step(channel, wb, remark, worker_prompt=worker_prompt, goal=goal, rounds=rounds,
+                                isolate=isolate, judge_can_run=judge_can_run))
     return Workflow(steps, name="starter", channel=channel, workbench=wb, budget=budget)

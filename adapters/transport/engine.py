@@ -24,12 +24,19 @@ from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
 from adapters.transport.intents import Intent, IntentReply, RunLog
 from adapters.transport.plan import RunFactory, RunPlan, build_workflow, default_factory
-from flower_core import AgentSpec, Event, Oracle, ParkPolicy, Runtime, Workflow
+from flower_core import AgentSpec, Event, Oracle, ParkPolicy, Resilience, Runtime, Workflow
 from flower_core.runtime.handoff import interrupt_prompt
 
 log = logging.getLogger(__name__)
 
 LATE_TURNS_MAX = 3  # words that keep coming after the end: this many extra turns, then the run ends
+
+
+
+def bridge_resilience() -> Resilience:
+    """The bridge's own retry numbers (3 attempts, 2 s doubling to 60 s, no network probe): a chat run
+    fails fast and says so in its thread; flower_core's defaults are the original flower's."""
+    return Resilience(max_attempts=3, base_delay=2.0, max_delay=60.0, probe=False)
 
 
 @dataclass
@@ -47,7 +54,7 @@ class EngineKit:
     def build(self, run_id: str, plan: RunPlan, sink: RunSink, *, log: RunLog | None = None) -> RunEngine:
         workflow = build_workflow(self.factory, plan)
         park = ParkPolicy(self.park_after_s, allow=self.may_park, adopt=self.adopt)
-        options = {"park": park, **self.runtime_options}
+        options = {"park": park, "resilience": bridge_resilience(), **self.runtime_options}
         env = dict(self.env) if self.env is not None else None
         runtime = Runtime(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench, env=env,
                           **options)

@@ -48,6 +48,7 @@ class StepState:
         self.signal: StopSignal | None = None
         self.writing = False
         self.session: str | None = None
+        self.resume_at: str | None = None  # Runtime.run(resume_at=): for the first attempt only
         self.ctx = 0
         self.warned = False
         self.last_text = ""

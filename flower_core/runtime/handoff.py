@@ -21,14 +21,36 @@ _ONE_M = re.compile(r"(?:^|[^a-z0-9])1m(?:[^a-z0-9]|$)", re.I)
 _MODEL_VARS = ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL")
 
 
+WINDOW_VAR = "FLOWER_WINDOW"
+
+
+def configured_window(env: Mapping[str, str] | None = None) -> int | None:
+    """``FLOWER_WINDOW`` from ``env``, then ``os.environ``: a positive integer of tokens, else None.
+
+    The window belongs to the gateway (like its URL), so it can be set once in the environment;
+    a value that is not a positive integer counts as unset rather than shrinking the window to nothing.
+    """
+    for source in (env or {}, os.environ):
+        raw = (source.get(WINDOW_VAR) or "").strip()
+        if raw:
+            try:
+                tokens = int(raw)
+            except ValueError:
+                return None
+            return tokens if tokens > 0 else None
+    return None
+
+
 def default_window(model: str | None = None, env: Mapping[str, str] | None = None) -> int:
-    """Guess the context window from the model name.
+    """The context window: ``FLOWER_WINDOW`` when set (see ``configured_window``), else a guess from the model name.
 
     The name is ``model`` when given, else the first of ANTHROPIC_MODEL / ANTHROPIC_DEFAULT_*_MODEL
     found in ``env`` (then ``os.environ``). A standalone ``1m`` token means 1,000,000; everything
     else, including no name at all, is 200,000: current Claude models' standard window. Guessing
     too small only hands off early; guessing too large is caught by the overflow signal.
     """
+    if (configured := configured_window(env)) is not None:
+        return configured
     names = [model] if model else []
     for source in (env or {}, os.environ):
         names.extend(source.get(var, "") for var in _MODEL_VARS)

@@ -39,7 +39,7 @@ from flower_core.runtime.parked import ParkRecords
 from flower_core.runtime.parking import Parking, ParkPolicy
 from flower_core.runtime.people import person_waits, waiting_questions
 from flower_core.runtime.permission import take_decisions
-from flower_core.runtime.resilience import Resilience, classify
+from flower_core.runtime.resilience import FATAL, Resilience, classify, is_network_error
 from flower_core.runtime.results import StepResult
 from flower_core.runtime.transcript import SessionFacts, ask_calls, human_inputs
 from flower_core.session_store import SQLiteSessionStore
@@ -74,7 +74,18 @@ class Runtime:
                  env: Mapping[str, str] | None = None, window: int | None = None,
                  max_generations: int | None = None, on_session: Callable[[str], None] | None = None,
                  budget: Budget | float | None = None, park: ParkPolicy | float | None = None,
-                 session_store: Any = None) -> None:
+                 session_store: Any = None, portable: bool = True, trim: Any = False, ephemeral: Any = True,
+                 keep_denials: int = 1, spill_threshold: int | None = 4000) -> None:
+        if isinstance(keep_denials, bool) or not isinstance(keep_denials, int) or keep_denials < 0:
+            raise ValueError(f"keep_denials must be a whole number >= 0, got {keep_denials!r}")
+        if spill_threshold is not None and (isinstance(spill_threshold, bool) or not isinstance(spill_threshold, int)
+                                            or spill_threshold <= 0):
+            raise ValueError(f"spill_threshold must be a positive number of characters or None, "
+                             f"got {spill_threshold!r}")
+        # The original's load-time stores are not here yet: these are kept (and read back) but change nothing.
+        # See docs/coming-from-flower.md. ``portable`` does: False reads the project's .claude settings.
+        self.portable, self.trim, self.ephemeral = bool(portable), trim, ephemeral
+        self.keep_denials, self.spill_threshold = keep_denials, spill_threshold
         self.workspace = Path(workspace).expanduser().resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(run_dir).expanduser().resolve()
@@ -196,13 +207,18 @@ class Runtime:
 
     # -- the step loop ------------------------------------------------------------------------------
     async def run(self, spec: AgentSpec, prompt: str, *, step_name: str | None = None, resume: str | None = None,
-                  fork: bool = False, on_event: EventSink | None = None) -> StepResult:
-        """Run one step to its end; never raises for a failed run (see ``StepResult.ok``/``error``)."""
+                  fork: bool = False, resume_at: str | None = None, on_event: EventSink | None = None) -> StepResult:
+        """Run one step to its end; never raises for a failed run (see ``StepResult.ok``/``error``).
+
+        ``resume_at`` (a message uuid of the ``resume`` session) resumes from that message instead of the
+        session's end; only the first attempt uses it, a retry goes on from where that attempt got to.
+        """
         result = StepResult(step=step_name or spec.name, started_at=time.time())
         env = resolve_env(self.env)
         window = self.handoff.window_for(spec.model, env)
         state = StepState(asyncio.get_running_loop(), result, prompt, on_event, window=window,
                          at=self.handoff.at(window), warn_at=self.handoff.warn_at(window))
+        state.resume_at = resume_at if resume else None
         with self._lock:
             self._active.append(state)
             early, self._early = self._early, None
@@ -287,6 +303,8 @@ class Runtime:
             if delay is None:
                 return
             await state.wait_poke(delay)  # an interrupt cuts the backoff short
+            if not await self._wait_online(out, state):
+                return
             if sid:
                 await self._carry_again(state, sid)
                 cur_prompt, cur_resume = self.resilience.resume_prompt, sid
@@ -316,7 +334,7 @@ class Runtime:
         result.error = error
         kind = classify(error, status=out.status)
         if out.overflow:
-            kind = "permanent"  # handoff is off (or no session): the same prompt cannot fit again
+            kind = FATAL  # handoff is off (or no session): the same prompt cannot fit again
         if not policy.enabled or result.attempts >= policy.max_attempts or not policy.should_retry(kind):
             return None
         delay = policy.delay_for(result.attempts)
@@ -329,6 +347,23 @@ class Runtime:
             "error": error[:500], "kind": kind, "delay_s": round(delay, 2),
             "session_id": out.session_id or state.session}))
         return delay
+
+    async def _wait_online(self, out: Outcome, state: StepState) -> bool:
+        """A connection error: wait for the endpoint before the next attempt (False = it stayed down)."""
+        policy = self.resilience
+        if not policy.probe or not is_network_error(out.error):
+            return True
+        step = state.result.step
+
+        def notify(line: str) -> None:
+            self.emit(state, Event("retry", text=f"{step}: {line}", payload={"step": step, "offline": True}))
+
+        if await policy.wait_online(notify, env=resolve_env(self.env)):
+            return True
+        state.result.attempts -= 1  # the retry booked for it never happened
+        state.result.error = (f"{out.error} (the endpoint stayed unreachable for "
+                              f"{policy.max_offline_wait:.0f}s)")
+        return False
 
     async def _attempt(self, spec: AgentSpec, prompt: str | None, resume: str | None, fork: bool, state: StepState,
                        *, writing: bool = False) -> Outcome:
@@ -343,8 +378,11 @@ class Runtime:
             effective = replace(effective, max_budget_usd=None)
         elif limit is not None:  # the CLI stops at the message that reaches what is left of the cap
             effective = replace(effective, max_budget_usd=limit.usd)
+        if not self.portable and not effective.setting_sources:
+            effective = replace(effective, setting_sources=["project"])
+        resume_at, state.resume_at = (state.resume_at, None) if resume and not writing else (None, state.resume_at)
         options = build_options(effective, cwd=self.workspace, env=self.env, resume=resume, fork=fork,
-                                session_store=self.store, stderr=self.cli_stderr.append)
+                                resume_at=resume_at, session_store=self.store, stderr=self.cli_stderr.append)
         signal = StopSignal()
         if not writing:
             state.signal = signal

@@ -18,16 +18,16 @@ from flower_core.runtime.handoff import INTERRUPT_NOTE, interrupt_prompt, safe_n
     ("Request timed out", None, "transient"),
     ("ECONNRESET while streaming", None, "transient"),
     ("Too many requests", None, "transient"),
-    ("API Error: 401 authentication failed (connection closed)", None, "permanent"),
-    ("Invalid API key · Please run /login", None, "permanent"),
-    ("invalid_request_error: bad field", None, "permanent"),
-    ("Prompt is too long", None, "permanent"),
-    ("error_max_turns", None, "permanent"),
-    ("error_max_budget_usd", None, "permanent"),
+    ("API Error: 401 authentication failed (connection closed)", None, "fatal"),
+    ("Invalid API key · Please run /login", None, "fatal"),
+    ("invalid_request_error: bad field", None, "fatal"),
+    ("Prompt is too long", None, "fatal"),
+    ("error_max_turns", None, "fatal"),
+    ("error_max_budget_usd", None, "fatal"),
     ("something odd happened", None, "unknown"),
     ("", None, "unknown"),
     ("whatever the text", 529, "transient"),
-    ("whatever the text", 403, "permanent"),
+    ("whatever the text", 403, "fatal"),
 ])
 def test_classify(text: str, status: int | None, kind: str) -> None:
     assert classify(text, status=status) == kind
@@ -44,7 +44,7 @@ def test_backoff_doubles_and_is_capped() -> None:
 def test_retry_decisions() -> None:
     policy = Resilience()
     assert policy.should_retry("transient") and policy.should_retry("unknown")
-    assert not policy.should_retry("permanent")
+    assert not policy.should_retry("fatal")
     assert not Resilience(retry_unknown=False).should_retry("unknown")
     assert Resilience.coerce(False).enabled is False
     assert Resilience.coerce(policy) is policy

@@ -12,7 +12,7 @@ from flower_core.events import Event
 from flower_core.runtime import HandoffPolicy, Resilience, Runtime
 from flower_core.spec import AgentSpec
 
-FAST = Resilience(base_delay=0.01, max_delay=0.05, jitter=0.0, idle_timeout=60.0)
+FAST = Resilience(max_attempts=3, base_delay=0.01, max_delay=0.05, jitter=0.0, idle_timeout=60.0)
 
 
 def make_runtime(tmp_path: Path, md: ModelDouble, cli_home: Path, **kw: Any) -> Runtime:
