@@ -26,6 +26,7 @@ from claude_agent_sdk import ClaudeAgentOptions, project_key_for_directory
 from flower_core.events import Event
 from flower_core.manifest import Manifest
 from flower_core.runtime.attempt import Attempt, Outcome, StopSignal
+from flower_core.runtime.books import StepBooks
 from flower_core.runtime.budget import Budget, halt
 from flower_core.runtime.generation import HandoffKit, StepState, write_generation_handoff
 from flower_core.runtime.handoff import (
@@ -35,6 +36,7 @@ from flower_core.runtime.handoff import (
     human_addendum,
     interrupt_prompt,
 )
+from flower_core.runtime.load_options import LoadOptions
 from flower_core.runtime.parked import ParkRecords
 from flower_core.runtime.parking import Parking, ParkPolicy
 from flower_core.runtime.people import person_waits, waiting_questions
@@ -51,7 +53,7 @@ _FORWARD = "forward_subagent_text"
 _OPTION_FIELDS = frozenset(f.name for f in fields(ClaudeAgentOptions))
 
 
-class Runtime:
+class Runtime(StepBooks):
     """Holds the workspace, the session store, the manifest and the policies; ``run`` runs a step.
 
     ``workbench`` is anything with a ``notes`` path (handoff documents land there) or None; as in
@@ -76,15 +78,10 @@ class Runtime:
                  budget: Budget | float | None = None, park: ParkPolicy | float | None = None,
                  session_store: Any = None, portable: bool = True, trim: Any = False, ephemeral: Any = True,
                  keep_denials: int = 1, spill_threshold: int | None = 4000) -> None:
-        if isinstance(keep_denials, bool) or not isinstance(keep_denials, int) or keep_denials < 0:
-            raise ValueError(f"keep_denials must be a whole number >= 0, got {keep_denials!r}")
-        if spill_threshold is not None and (isinstance(spill_threshold, bool) or not isinstance(spill_threshold, int)
-                                            or spill_threshold <= 0):
-            raise ValueError(f"spill_threshold must be a positive number of characters or None, "
-                             f"got {spill_threshold!r}")
-        # The original's load-time stores are not here yet: these are kept (and read back) but change nothing.
-        # See docs/coming-from-flower.md. ``portable`` does: False reads the project's .claude settings.
-        self.portable, self.trim, self.ephemeral = bool(portable), trim, ephemeral
+        # The original flower's load-time options: checked and kept (see load_options.py for what each does).
+        self.load = LoadOptions.checked(portable=portable, trim=trim, ephemeral=ephemeral, keep_denials=keep_denials,
+                                        spill_threshold=spill_threshold)
+        self.portable, self.trim, self.ephemeral = self.load.portable, trim, ephemeral
         self.keep_denials, self.spill_threshold = keep_denials, spill_threshold
         self.workspace = Path(workspace).expanduser().resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
@@ -402,50 +399,3 @@ class Runtime:
         finally:
             if state.signal is signal:
                 state.signal = None
-
-    # -- bookkeeping ----------------------------------------------------------------------------------
-    def _absorb(self, out: Outcome, state: StepState) -> None:
-        result = state.result
-        result.cost_usd += out.cost_usd
-        result.num_turns += out.num_turns
-        for piece in out.texts:
-            result.add_text(piece)
-        if out.session_id:
-            state.set_session(out.session_id)
-
-    def _on_session(self, state: StepState, session_id: str) -> None:
-        if state.set_session(session_id) and self.on_session is not None:
-            try:
-                self.on_session(session_id)
-            except Exception as exc:
-                self.ui_errors.append(f"on_session: {exc!r}")
-
-    def _on_events(self, state: StepState, events: list[Event]) -> None:
-        for ev in events:
-            if self.parking.observe(state, ev):
-                continue  # the CLI's own closing of a call being parked: rewritten, never shown
-            state.observe(ev)
-            self.emit(state, ev)
-            if self.handoff.enabled and not state.writing:
-                near = state.near_due()
-                if near is not None:
-                    self.emit(state, near)
-                if state.ctx >= state.at and state.session and state.signal is not None:
-                    state.signal.request("handoff")
-
-    def emit(self, state: StepState, ev: Event) -> None:
-        """Deliver an event to the step's sink; a failing sink never breaks the run."""
-        if state.on_event is None:
-            return
-        try:
-            state.on_event(ev)
-        except Exception as exc:
-            self.ui_errors.append(f"on_event: {exc!r}")
-
-    def _record(self, result: StepResult, index: int | None = None, wait_s: float | None = None) -> int | None:
-        """Write (or rewrite row ``index`` of) this run's manifest; returns the row index."""
-        try:
-            return self.manifest.record(result.to_dict(), index=index, wait_s=wait_s)
-        except Exception as exc:  # the books are best effort; the run goes on
-            self.ui_errors.append(f"manifest: {exc!r}")
-            return index
