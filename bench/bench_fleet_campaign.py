@@ -9,12 +9,18 @@ front (same), Redis (SIGKILL or SIGTERM, down 0.3 s to dead-after + 1 s; once de
 Then everything comes back and every run is answered to its end. See tests/support/campaign_support.py for
 how each figure is counted (what reached the model is read from the double's last request per run).
 
-Run: .venv/bin/python -m bench.bench_fleet_campaign [K] [SEED]   (about 8 s per kill on 2 cores)
+Run: .venv/bin/python -m bench.bench_fleet_campaign [K] [SEED] [--keep DIR]   (about 8 s per kill on 2 cores)
+
+`--keep DIR` runs the campaign in DIR and leaves there what explains a loss: Redis's append-only file, the
+model double's requests (requests.json), each run's task token (tasks.json) and every process's output
+(procs.log). Without it everything goes with a temporary folder.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import sys
 import tempfile
 import time
@@ -24,23 +30,43 @@ from bench.redis_fleet import load
 from tests.support.campaign_support import Campaign
 
 
-async def run(kills: int, seed: int) -> None:
-    with tempfile.TemporaryDirectory(prefix="bench-campaign-") as name:
+async def run(kills: int, seed: int, keep: Path | None = None) -> None:
+    with contextlib.ExitStack() as stack:
+        where = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-campaign-")))
+        where.mkdir(parents=True, exist_ok=True)
         began = time.monotonic()
-        campaign = Campaign(Path(name), kills=kills, seed=seed)
+        campaign = Campaign(where, kills=kills, seed=seed)
         report = await campaign.run()
         took = time.monotonic() - began
+        if keep is not None:
+            _dump(campaign, keep)
     print(f"fleet campaign: {kills} kills, seed {seed}, {took:.0f} s")
     print(report.table())
     for line in report.lost():
         print(f"  not once: {line}")
     print(f"at the end: {load()}")
-    print(f"command: .venv/bin/python -m bench.bench_fleet_campaign {kills} {seed}")
+    print(f"command: .venv/bin/python -m bench.bench_fleet_campaign {kills} {seed}"
+          + (f" --keep {keep}" if keep is not None else ""))
+
+
+def _dump(campaign: Campaign, where: Path) -> None:
+    requests = [{"received_at": r.received_at, "served": r.served, "body": r.body} for r in campaign.double.requests]
+    (where / "requests.json").write_text(json.dumps(requests))
+    (where / "tasks.json").write_text(json.dumps(campaign.tasks))
+    with open(where / "procs.log", "w") as out:
+        for proc in campaign.history:
+            out.write(f"=== {getattr(proc, 'name', '?')}\n")
+            out.writelines(line.rstrip() + "\n" for line in proc.lines)
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    asyncio.run(run(int(args[0]) if args else 100, int(args[1]) if len(args) > 1 else 25))
+    args = list(sys.argv[1:] if argv is None else argv)
+    keep = None
+    if "--keep" in args:
+        at = args.index("--keep")
+        keep = Path(args[at + 1]).resolve()
+        del args[at:at + 2]
+    asyncio.run(run(int(args[0]) if args else 100, int(args[1]) if len(args) > 1 else 25, keep))
 
 
 if __name__ == "__main__":
