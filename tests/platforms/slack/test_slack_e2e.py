@@ -127,7 +127,8 @@ async def test_a_run_in_a_channel_thread_from_start_to_summary(double_factory: A
         # The agent session followed the run: created with its title, active while asking, closed at the end.
         statuses = [s["status"] for s in double.sessions]
         assert double.sessions[0]["title"] == "pick a colour" and double.sessions[0]["initiator_user_id"] == "UALICE"
-        assert statuses[0] == "processing" and "active" in statuses and statuses[-1] == "closed"
+        # (flips within a second coalesce: a question asked that fast shows "active" first, never "processing")
+        assert statuses[0] in ("processing", "active") and "active" in statuses and statuses[-1] == "closed"
         # The bot's own posts came back as message events and were ignored (no mail from the bot).
         assert all(BOT_USER not in r.last_tool_result for r in main)
         assert not any(m.text.startswith("📨") for m in double.thread(C1, root.ts))  # receipts were reactions
