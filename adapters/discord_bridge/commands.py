@@ -197,14 +197,10 @@ class FlowerCommands(app_commands.Group):
         if record is None or not may.ok:
             await reply.say(may.message)
             return
-        try:
-            starter = await channel.send(embed=_following(run_id, record.task), allowed_mentions=NO_MENTIONS)
-            thread = await starter.create_thread(name=fmt.one_line(f"{run_id}: {record.task}", THREAD_TITLE_MAX),
-                                                 auto_archive_duration=1440)
-        except discord.HTTPException as exc:
-            await reply.say(f"I could not open a thread here (Discord said {exc.status}: {exc.text}). I need Send "
-                            "Messages, Create Public Threads and Embed Links in this channel.")
+        opened = await _open_thread(reply, channel, _following(run_id, record.task), f"{run_id}: {record.task}")
+        if opened is None:
             return
+        starter, thread = opened
         result = await hub.follow(run_id, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user)
         await _settle_starter(reply, result, starter, thread,
                               done=f"Following run `{run_id}` in {thread.mention}.", refused="✖️ Not following")
@@ -229,15 +225,11 @@ class FlowerCommands(app_commands.Group):
         if record is None or not may.ok:
             await reply.say(may.message)
             return
-        try:
-            starter = await channel.send(embed=_following(run_id, record.task, title="↩️ Resuming run"),
-                                         allowed_mentions=NO_MENTIONS)
-            thread = await starter.create_thread(name=fmt.one_line(f"{run_id}: {record.task}", THREAD_TITLE_MAX),
-                                                 auto_archive_duration=1440)
-        except discord.HTTPException as exc:
-            await reply.say(f"I could not open a thread here (Discord said {exc.status}: {exc.text}). I need Send "
-                            "Messages, Create Public Threads and Embed Links in this channel.")
+        opened = await _open_thread(reply, channel, _following(run_id, record.task, title="↩️ Resuming run"),
+                                    f"{run_id}: {record.task}")
+        if opened is None:
             return
+        starter, thread = opened
         result = await hub.resume(run_id, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user, text)
         await _settle_starter(reply, result, starter, thread,
                               done=f"{result.message} {thread.mention}".strip(), refused="✖️ Not resumed")
@@ -285,6 +277,19 @@ def _starting(task: str, who: discord.abc.User) -> discord.Embed:
     embed = discord.Embed(title="⏳ Starting", description=f"Task: {fmt.one_line(task, 200)}", colour=0x3498DB)
     embed.set_footer(text=f"started by {who.display_name}")
     return embed
+
+
+async def _open_thread(reply: Reply, channel: discord.TextChannel, embed: discord.Embed,
+                       name: str) -> tuple[discord.Message, discord.Thread] | None:
+    """Post the starter embed and open its thread; None (the person told why) when Discord refuses."""
+    try:
+        starter = await channel.send(embed=embed, allowed_mentions=NO_MENTIONS)
+        thread = await starter.create_thread(name=fmt.one_line(name, THREAD_TITLE_MAX), auto_archive_duration=1440)
+    except discord.HTTPException as exc:
+        await reply.say(f"I could not open a thread here (Discord said {exc.status}: {exc.text}). I need Send "
+                        "Messages, Create Public Threads and Embed Links in this channel.")
+        return None
+    return starter, thread
 
 
 async def _settle_starter(reply: Reply, result: IntentResult, starter: discord.Message, thread: discord.Thread, *,
