@@ -4,6 +4,8 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Two pytest workers: most tests wait on a CLI subprocess or a socket, so two halve the wall time on two cores.
+PYTEST_ARGS ?= -n 2
 
 .PHONY: demo terminal-demo test lint types pytest chromium redis bench clean
 
@@ -27,7 +29,7 @@ types: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP) chromium redis
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # The web page's browser test drives Debian's headless Chromium; install it where apt-get can.
 chromium:
