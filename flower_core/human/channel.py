@@ -75,6 +75,7 @@ class HumanChannel(ApprovalMembers):
         self._counted = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._parked: set[str] = set()  # asks taken off their tool call (the CLI was closed); never shrinks
+        self._keepers: dict[str, Callable[[str, str], None]] = {}  # see keep_outcomes
 
     # ----- names and server -------------------------------------------------------------------------
 
@@ -249,15 +250,16 @@ class HumanChannel(ApprovalMembers):
             self._parked.add(ask_id)
             return True
 
-    async def settled(self, ask_id: str) -> Ask:
-        """Wait for a parked question's outcome. It times out ``timeout_s`` after it was first asked;
-        cancelling the wait settles it as "cancelled", as cancelling its tool call would."""
+    async def settled(self, ask_id: str, timeout_s: float | EllipsisType | None = ...) -> Ask:
+        """Wait for a parked question's outcome. It times out ``timeout_s`` (default: the channel's) after it
+        was first asked; cancelling the wait settles it as "cancelled", as cancelling its tool call would."""
+        wait = self.timeout_s if isinstance(timeout_s, EllipsisType) else timeout_s
         with self._lock:
             ask = next(a for a in self.asks if a.id == ask_id)
             fut = self._futures.get(ask_id)
         if fut is None:
             return ask  # settled already
-        left = None if self.timeout_s is None else max(0.0, ask.asked_at + self.timeout_s - time.time())
+        left = None if wait is None else max(0.0, ask.asked_at + wait - time.time())
         try:
             await asyncio.wait({fut}, timeout=left)
         except asyncio.CancelledError:
@@ -274,7 +276,8 @@ class HumanChannel(ApprovalMembers):
         """Settle a waiting question as "cancelled" (the run was interrupted instead). False if not waiting."""
         return self._settle_from_anywhere(ask_id, "cancelled", "")
 
-    def restore(self, question: str, options: list[str], asked_at: float) -> Ask:
+    def restore(self, question: str, options: list[str], asked_at: float, *, kind: str = "",
+                facts: dict[str, Any] | None = None) -> Ask:
         """Re-open a question parked by an earlier process: waiting and parked from the start, timed from
         its first ``asked_at``. Emits its "asked" event again, marked ``restored`` (front ends find their
         old card by it, and an answer given to the old process can be applied to it)."""
@@ -282,9 +285,9 @@ class HumanChannel(ApprovalMembers):
         self._remember_loop()
         with self._lock:
             ask = Ask(id=f"q{len(self.asks) + 1}", question=question, options=list(options), asked_at=asked_at,
-                      restored=True)
+                      restored=True, kind=kind, facts=dict(facts or {}))
             self.asks.append(ask)
-            self._counted += 1
+            self._counted += 0 if kind else 1
             self._futures[ask.id] = loop.create_future()
             self._parked.add(ask.id)
         self._emit(ask.event(self.remaining))
@@ -329,10 +332,24 @@ class HumanChannel(ApprovalMembers):
             self._claimed.add(ask_id)
             return True
 
+    def keep_outcomes(self, ask_id: str, keep: Callable[[str, str], None]) -> None:
+        """``keep(state, answer)`` makes a parked ask's outcome durable before answer/decline return True;
+        when it raises OSError they return False and the ask still waits."""
+        self._keepers[ask_id] = keep
+
     def _settle_from_anywhere(self, ask_id: str, state: str, answer: str) -> bool:
         with self._lock:
             if not self._claim(ask_id):
                 return False
+            keep = self._keepers.get(ask_id)
+            try:
+                if keep is not None:
+                    keep(state, answer)
+            except OSError as exc:
+                self.ui_errors.append(exc)
+                self._claimed.discard(ask_id)
+                return False
+            self._keepers.pop(ask_id, None)
             fut = self._futures[ask_id]
             ask = next(a for a in self.asks if a.id == ask_id)
         loop = fut.get_loop()
