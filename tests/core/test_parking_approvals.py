@@ -132,4 +132,5 @@ async def test_a_parked_approval_denied_with_words_never_runs_and_the_model_read
     assert "not on main; use a branch" in tail[1]["blocks"][0][2]
     assert tail[1]["blocks"][1] == ("text", "", DENIED_NOTE.format(tool="Bash"))
     assert resumed[0].body["messages"][-1]["content"][0]["is_error"] is True
-    assert [(d["decision"], d["allowed"]) for d in json.loads(rt.manifest_path.read_text())[-1]["approvals"]] == [("deny", False)]
+    rows = json.loads(rt.manifest_path.read_text())[-1]["approvals"]
+    assert [(d["decision"], d["allowed"]) for d in rows] == [("deny", False)]
