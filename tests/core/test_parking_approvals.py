@@ -134,3 +134,54 @@ async def test_a_parked_approval_denied_with_words_never_runs_and_the_model_read
     assert resumed[0].body["messages"][-1]["content"][0]["is_error"] is True
     rows = json.loads(rt.manifest_path.read_text())[-1]["approvals"]
     assert [(d["decision"], d["allowed"]) for d in rows] == [("deny", False)]
+
+
+async def test_a_parked_approval_outlives_its_process_and_a_decision_kept_before_a_crash_is_applied(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    """The process goes away while the approval is parked (its run cancelled); a new one resuming the session
+    asks it again, parked from the start (no CLI). That one goes away too, right after a person's "once" was
+    kept in the record (what a kill between keeping it and resuming leaves): a third applies it without asking
+    anyone, and the command runs once."""
+    r = await rig(double_factory, cli_home, tmp_path, [
+        {"say": "a", "call": [bash("echo a >> effect.txt")]}, {"say": "Saw: {last_tool_result}"}])
+    events = Events()
+    rt = r.runtime()
+    task = asyncio.create_task(rt.run(spec(channel=r.channel(events), **WORKING), "go", step_name="work",
+                                      on_event=events))
+    try:
+        sid = (await next_park(events, 0)).payload["session_id"]
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    finally:
+        rt.close()
+    kept = r.records().load(sid)
+    assert kept is not None and kept.kind == "approval" and kept.decision == ""
+
+    second, rt = Events(), r.runtime()
+    ch = r.channel(second)
+    task = asyncio.create_task(rt.run(spec(channel=ch, **WORKING), "go", step_name="work", resume=sid,
+                                      on_event=second))
+    try:
+        ev = await next_park(second, 0)
+        assert ev.payload["restored"] is True and ev.payload["kind"] == "approval" and cli_children() == []
+        [waiting] = ch.pending_approvals()
+        assert waiting.restored and waiting.facts == {"tool": "Bash", "input": {"command": "echo a >> effect.txt"}}
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    finally:
+        rt.close()
+    kept = r.records().load(sid)
+    assert kept is not None
+    kept.decision = "once"
+    r.records().save(kept)
+
+    third, rt = Events(), r.runtime()
+    try:
+        result = await rt.run(spec(channel=r.channel(third), **WORKING), "go", step_name="work", resume=sid,
+                              on_event=third)
+    finally:
+        rt.close()
+    assert result.ok, result.error
+    assert r.effect() == "a\n" and result.text.endswith("Saw: (Bash completed with no output)")
+    assert third.asks()[-1][1] == "answered"  # its card shows the decision; nobody was asked again
+    assert r.records().all() == []
