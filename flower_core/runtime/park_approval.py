@@ -147,3 +147,34 @@ def finish(channel: Any, records: ParkRecords, record: ParkRecord) -> None:
 def event_facts(record: ParkRecord) -> dict[str, Any]:
     """What the "parked"/"unparked" events add for an approval."""
     return {"kind": KIND, "tool": record.tool} if record.kind == KIND else {}
+
+
+# ---- an approval waiting with its CLI still up -----------------------------------------------------
+# How often the watcher looks for a new approval of the call in flight (to mark it), in seconds.
+MARK_POLL_S = 0.25
+
+
+def unmarked(channel: Any, tool: str, ask: Any, marked: str) -> bool:
+    """Should the watcher mark this call's approval (or look again soon for one)? Only tools other than
+    the question tool, on a channel with approvals, whose waiting approval is not marked yet."""
+    if tool == channel.tool_name or gate_of(channel) is None:
+        return False
+    return ask is None or (getattr(ask, "kind", "") == KIND and ask.id != marked)
+
+
+def mark_waiting(channel: Any, ask: Any, call: dict[str, Any], records: ParkRecords, record: ParkRecord) -> bool:
+    """Record an approval that waits with its CLI up, so a process that dies meanwhile (a SIGKILL, a
+    worker's death) leaves what the next one needs to ask it again: the session then ends on the call,
+    unanswered. The record goes the moment a person decides, before the CLI hears it (the call may run
+    then: a crash after that must not ask again and run it twice); parking replaces it by its own."""
+    mark(record, ask, call)
+
+    def decided(state: str, answer: str) -> None:
+        if state in ("answered", "declined"):
+            drop(records, record)
+    try:
+        records.save(record)
+    except OSError:
+        return True  # a disk problem: the approval still waits live; do not try again and again
+    channel.keep_outcomes(ask.id, decided)
+    return True

@@ -105,6 +105,7 @@ class Parking:
         self._attempt, self._absorb, self._emit = attempt, absorb, emit
         self._calls: dict[int, Calls] = {}  # per running step (id of its StepState)
         self._parking: dict[int, tuple[Any, str, ParkRecord]] = {}  # step -> (ask, call id, record) being parked
+        self._marks: dict[int, ParkRecord] = {}  # step -> its approval waiting live, marked (park_approval)
         self._resumed: set[int] = set()  # steps whose first attempt was looked at (see _close_cut_off)
 
     # -- the runtime's hooks ------------------------------------------------------------------------
@@ -169,17 +170,24 @@ class Parking:
             return await self._attempt(spec, prompt, resume, fork, state)
         calls = self._calls[id(state)] = Calls()
         watcher = asyncio.ensure_future(self._watch(state, channel, calls))
+        kept = False
         try:
             return await self._attempt(spec, prompt, resume, fork, state)
+        except asyncio.CancelledError:
+            kept = True  # stopped, or the process is going away: a marked approval is asked again after it
+            raise
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             self._calls.pop(id(state), None)
+            mark = self._marks.pop(id(state), None)
+            if mark is not None and not kept and id(state) not in self._parking:
+                park_approval.drop(self.records, mark)  # the attempt is over: nothing waits on it now
 
     async def _watch(self, state: StepState, channel: Any, calls: Calls) -> None:
         """Sleep until the sole call in flight is a question that has waited ``after_s``; then park."""
-        after = float(self.policy.after_s or 0.0)
+        after, marked = float(self.policy.after_s or 0.0), ""
         while True:
             calls.changed.clear()
             wait: float | None = None
@@ -187,6 +195,9 @@ class Parking:
             if call is not None:
                 ask = waiting_ask(channel, call[1], call[2])
                 left = after if ask is None else ask.asked_at + after - time.time()
+                if park_approval.unmarked(channel, call[1], ask, marked):  # see park_approval.mark_waiting
+                    marked = ask.id if ask is not None and await self._mark(state, channel, ask, call[0]) else ""
+                    left = min(left, park_approval.MARK_POLL_S) if not marked else left
                 if ask is not None and left <= 0:
                     if await self._stop_for(state, channel, ask, call[0]):
                         return
@@ -194,6 +205,14 @@ class Parking:
                 wait = max(left, 0.01)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(calls.changed.wait(), wait)
+
+    async def _mark(self, state: StepState, channel: Any, ask: Any, call_id: str) -> bool:
+        call = await self._open_call(state.session, call_id) if state.session else None
+        if call is None or state.session is None:
+            return False  # not stored yet: a restart could not find it; look again soon
+        record = ParkRecord(state.session, call_id, state.result.step, ask.question, list(ask.options), ask.asked_at)
+        self._marks[id(state)] = record
+        return park_approval.mark_waiting(channel, ask, call, self.records, record)
 
     async def _stop_for(self, state: StepState, channel: Any, ask: Any, call_id: str) -> bool:
         signal, sid = state.signal, state.session

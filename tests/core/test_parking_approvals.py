@@ -185,3 +185,34 @@ async def test_a_parked_approval_outlives_its_process_and_a_decision_kept_before
     assert r.effect() == "a\n" and result.text.endswith("Saw: (Bash completed with no output)")
     assert third.asks()[-1][1] == "answered"  # its card shows the decision; nobody was asked again
     assert r.records().all() == []
+
+
+async def test_an_approval_waiting_live_is_recorded_and_its_record_goes_before_the_cli_hears_the_decision(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    """Not parked yet (park_after_s is long): the approval's record says the call waits for a person (what a
+    new process needs if this one dies now); it goes the moment a person decides, before the call runs, so a
+    crash while it runs can never ask it again and run it twice."""
+    r = await rig(double_factory, cli_home, tmp_path, [
+        {"say": "a", "call": [bash("echo a >> effect.txt")]}, {"say": "done"}])
+    events = Events()
+    ch = r.channel(events)
+    rt = Runtime(workspace=r.ws, run_dir=r.run_dir, env=r.env, park=600, handoff=False, resilience=FAST)
+    task = asyncio.create_task(rt.run(spec(channel=ch, **WORKING), "go", step_name="work", on_event=events))
+    try:
+        await events.until(lambda ev: ev.kind == "ask" and ev.payload.get("kind") == "approval")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not r.records().all():
+            assert loop.time() < deadline, "the waiting approval was never recorded"
+            await asyncio.sleep(0.05)
+        [record] = r.records().all()
+        assert record.kind == "approval" and record.input == {"command": "echo a >> effect.txt"}
+        assert not events.system("parked") and r.effect() == ""
+        [waiting] = ch.pending_approvals()
+        assert ch.approve(waiting.id, "once")
+        assert r.records().all() == []  # gone before approve() returned, so before the CLI heard it
+        result = await task
+    finally:
+        rt.close()
+    assert result.ok and r.effect() == "a\n"
+    assert r.records().all() == []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +30,27 @@ def scenario() -> Any:
 
 
 @pytest.fixture
-async def bot(tmp_path: Path, double_factory: Callable[..., Any], cli_home: Path) -> AsyncIterator[BotProcess]:
-    md = await double_factory(scenario())
-    home = tmp_path / "home"
-    home.mkdir()  # the Bash tool sources the user's shell config: give it an empty HOME
-    config = tmp_path / "bot.toml"
-    config.write_text('[bot]\npark_after_s = 0.3\nask_tools = ["Bash"]\n', encoding="utf-8")
-    proc = BotProcess(tmp_path / "root", tmp_path / "bot.log", {**md.env(cli_home), "HOME": str(home)}, max_runs=2)
-    proc.args += ["--config", str(config)]
+async def make_bot(tmp_path: Path, double_factory: Callable[..., Any],
+                   cli_home: Path) -> AsyncIterator[Callable[[float], Awaitable[BotProcess]]]:
+    """A bot on the model double whose approvals park after ``park_after_s`` (started once per test)."""
+    made: list[BotProcess] = []
+
+    async def make(park_after_s: float) -> BotProcess:
+        md = await double_factory(scenario())
+        home = tmp_path / "home"
+        home.mkdir()  # the Bash tool sources the user's shell config: give it an empty HOME
+        config = tmp_path / "bot.toml"
+        config.write_text(f'[bot]\npark_after_s = {park_after_s}\nask_tools = ["Bash"]\n', encoding="utf-8")
+        proc = BotProcess(tmp_path / "root", tmp_path / "bot.log", {**md.env(cli_home), "HOME": str(home)},
+                          max_runs=2)
+        proc.args += ["--config", str(config)]
+        made.append(proc)
+        return proc
     try:
-        yield proc
+        yield make
     finally:
-        await proc.stop()
+        for proc in made:
+            await proc.stop()
 
 
 async def open_approval(api: Api, run_id: str) -> dict[str, Any]:
@@ -59,8 +68,8 @@ async def parked(api: Api, run_id: str) -> None:
 
 
 async def test_an_approval_parked_across_a_sigkill_is_answerable_and_runs_its_command_once(
-        bot: BotProcess, tmp_path: Path) -> None:
-    root = tmp_path / "root"
+        make_bot: Callable[[float], Awaitable[BotProcess]], tmp_path: Path) -> None:
+    root, bot = tmp_path / "root", await make_bot(0.3)
     await bot.start()
     async with aiohttp.ClientSession() as session:
         api = Api(session, bot.base)
@@ -89,4 +98,37 @@ async def test_an_approval_parked_across_a_sigkill_is_answerable_and_runs_its_co
     assert effect.read_text() == "ran\n", bot.tail()  # exactly once, after the restart
     texts = [e["text"] for e in events if e["kind"] == "text"]
     assert any("Saw: out=42" in t for t in texts), texts
+    assert list(root.rglob("parked/*.json")) == []
+
+
+async def test_an_approval_waiting_with_its_cli_up_across_a_sigkill_is_asked_again_and_runs_once(
+        make_bot: Callable[[float], Awaitable[BotProcess]], tmp_path: Path) -> None:
+    """Killed before it parks (its CLI still up, waiting on the callback): the session ends on the call,
+    and the record written when the approval was asked says it waited for a person, not that it ran."""
+    root, bot = tmp_path / "root", await make_bot(600)
+    await bot.start()
+    async with aiohttp.ClientSession() as session:
+        api = Api(session, bot.base)
+        run_id = await api.start("run the command")
+        await open_approval(api, run_id)
+
+        async def marked() -> Any:
+            return [json.loads(p.read_text()) for p in root.rglob("parked/*.json")]
+        [record] = await api.until("the waiting approval's record", marked, timeout=30)
+        assert record["kind"] == "approval" and record["decision"] == "", record
+        assert not any(e["text"] == "parked" for e in await api.events(run_id))  # it waits live
+    await bot.kill(signal.SIGKILL)
+
+    await bot.start()
+    async with aiohttp.ClientSession() as session:
+        api = Api(session, bot.base)
+        again = await open_approval(api, run_id)
+        status, body = await api.post(f"/api/runs/{run_id}/approve", {"ask_id": again["id"], "decision": "once"})
+        assert status == 200 and body["ok"], body
+        done = await api.ended(run_id)
+        assert done["status"] == "done", (done, bot.tail())
+        events = await api.events(run_id)
+    [effect] = list(root.rglob("effect.txt"))
+    assert effect.read_text() == "ran\n", bot.tail()
+    assert any(e["kind"] == "text" and "Saw: out=42" in e["text"] for e in events), bot.tail()
     assert list(root.rglob("parked/*.json")) == []
