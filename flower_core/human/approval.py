@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from flower_core.permissions import Policy
 
 from . import texts
+from .approval_diff import diff_facts
 
 if TYPE_CHECKING:
     from .ask import Ask
@@ -180,6 +181,8 @@ class ApprovalGate:
             return self._note(Decision(True, how="unattended"), tool, args)
         question = f"The agent wants to run {tool}: {summary(tool, args)}"
         facts = {"tool": tool, "input": bounded_input(args)}
+        folder = self.grants_path.parent / "approvals" if self.grants_path is not None else None
+        facts.update(diff_facts(tool, args, self.cwd, folder))  # the whole change of an edit, as a file
         ask = await channel.ask_outcome(question, [ALLOW_ONCE, run_option(tool), DENY], kind=KIND, facts=facts,
                                         timeout_s=0.0 if unattended else self.timeout_s)
         return self._note(self._outcome(ask, tool, unattended, channel.timeout_text), tool, args, ask)
