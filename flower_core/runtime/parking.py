@@ -338,7 +338,9 @@ class Parking:
             line = UNANSWERED.format(question=record.question, reply=text)
             self.records.delete(record.session_id)
         self._emit(state, _event(UNPARKED, record, ask.id, restored=False, outcome=ask.state))
-        note = interrupt_prompt(words) if words is not None else note
+        if words is not None:  # an allow that landed first still stands: the model hears both
+            allowed = record.kind and record.decision in ("once", "run")
+            note = f"{note}\n\n{interrupt_prompt(words)}" if allowed else interrupt_prompt(words)
         mail = channel.take_mail()
         if mail:
             from flower_core.human.tools import inbox_reply  # the SDK-bound tools module, only when needed

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from flower_core.human import HumanChannel
-from flower_core.human.approval import ApprovalGate
+from flower_core.human.approval import CANCELLED, ApprovalGate
 from flower_core.permissions import Policy
 from flower_core.runtime import Runtime
 from flower_core.runtime.park_approval import ALLOWED_NOTE, DENIED_NOTE
@@ -216,3 +216,38 @@ async def test_an_approval_waiting_live_is_recorded_and_its_record_goes_before_t
         rt.close()
     assert result.ok and r.effect() == "a\n"
     assert r.records().all() == []
+
+
+async def test_an_interrupt_and_a_click_on_a_parked_approval_the_first_one_decides(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    """A: "Allow once" lands in the same instant as an interrupt (before the runtime heard it): the allow
+    stands, the person was told so truthfully, the command runs once and the model hears the words too.
+    B: the interrupt is heard first: the approval is withdrawn, a click after it is refused (never "allowed"
+    about a call that will not run), the command never runs, the model reads the words."""
+    r = await rig(double_factory, cli_home, tmp_path, [
+        {"say": "a", "call": [bash("echo a >> effect.txt")]}, {"say": "b", "call": [bash("echo b >> effect.txt")]},
+        {"say": "Heard: {last_user_text}"}])
+    events = Events()
+    ch, rt = r.channel(events), r.runtime()
+    task = asyncio.create_task(rt.run(spec(channel=ch, **WORKING), "go", step_name="work", on_event=events))
+    try:
+        await next_park(events, 0)
+        [a] = ch.pending_approvals()
+        rt.interrupt("and use tabs")
+        assert ch.approve(a.id, "once", by="ana")  # the same loop tick: the runtime has not seen the words yet
+        await next_park(events, 1)
+        assert r.effect() == "a\n"
+        [b] = ch.pending_approvals()
+        rt.interrupt("stop, leave b")
+        await events.until(lambda ev: ev.kind == "ask" and ev.payload.get("id") == b.id
+                           and ev.payload.get("state") == "cancelled")
+        assert not ch.approve(b.id, "once", by="bo")  # too late: withdrawn by the interrupt
+        result = await task
+    finally:
+        rt.close()
+    assert result.ok, result.error
+    assert r.effect() == "a\n"  # a once, b never
+    history = str(r.md.model_requests()[-1].body["messages"])
+    assert "and use tabs" in history and ALLOWED_NOTE.format(tool="Bash") in history
+    assert "stop, leave b" in history and CANCELLED.format(tool="Bash") in history  # b's result, then the words
+    assert [e.payload["outcome"] for e in events.system("unparked")] == ["answered", "cancelled"]
