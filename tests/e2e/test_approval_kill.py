@@ -101,10 +101,12 @@ async def test_an_approval_parked_across_a_sigkill_is_answerable_and_runs_its_co
     assert list(root.rglob("parked/*.json")) == []
 
 
-async def test_an_approval_waiting_with_its_cli_up_across_a_sigkill_is_asked_again_and_runs_once(
-        make_bot: Callable[[float], Awaitable[BotProcess]], tmp_path: Path) -> None:
-    """Killed before it parks (its CLI still up, waiting on the callback): the session ends on the call,
-    and the record written when the approval was asked says it waited for a person, not that it ran."""
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+async def test_an_approval_waiting_with_its_cli_up_across_a_kill_is_asked_again_and_runs_once(
+        make_bot: Callable[[float], Awaitable[BotProcess]], tmp_path: Path, sig: signal.Signals) -> None:
+    """Killed before it parks (its CLI still up, waiting on the callback), or stopped as a service manager
+    stops it: the record written when the approval was asked says the call waited for a person, not that
+    it ran, so the next life asks it again."""
     root, bot = tmp_path / "root", await make_bot(600)
     await bot.start()
     async with aiohttp.ClientSession() as session:
@@ -117,7 +119,7 @@ async def test_an_approval_waiting_with_its_cli_up_across_a_sigkill_is_asked_aga
         [record] = await api.until("the waiting approval's record", marked, timeout=30)
         assert record["kind"] == "approval" and record["decision"] == "", record
         assert not any(e["text"] == "parked" for e in await api.events(run_id))  # it waits live
-    await bot.kill(signal.SIGKILL)
+    await bot.kill(sig)
 
     await bot.start()
     async with aiohttp.ClientSession() as session:
