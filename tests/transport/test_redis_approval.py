@@ -1,6 +1,7 @@
 """A tool approval over Redis when its holder dies: w1 parks the run on a Bash approval (no CLI while it
-waits) and is SIGKILLed with its process group; w2 takes the run over, asks the approval again on the old
-card, a person allows it over the web API, and the command runs exactly once (one line in the workspace).
+waits), or still waits on it with its CLI up, and is SIGKILLed with its process group; w2 takes the run
+over, asks the approval again on the old card, a person allows it over the web API, and the command runs
+exactly once (one line in the workspace).
 
 Real processes (`flower-bot web --redis`, two `flower-worker`s, redis-server), the real SDK + CLI on one
 model double this test runs (it outlives the workers)."""
@@ -37,8 +38,10 @@ def approvals_asked(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and e["payload"].get("state") == "asked"]
 
 
+@pytest.mark.parametrize("park_after", ["0.3", "600"], ids=["parked", "live"])
 async def test_a_worker_killed_while_an_approval_waits_hands_it_over_and_the_command_runs_once(
-        tmp_path: Path, fleet: Fleet, double_factory: Any, cli_home: Path) -> None:
+        tmp_path: Path, fleet: Fleet, double_factory: Any, cli_home: Path, park_after: str) -> None:
+    """``parked``: w1 has closed its CLI (the approval is parked); ``live``: w1's CLI still waits on it."""
     md = await double_factory(scenario_of({"name": "main", "turn": [
         {"say": "Running.", "call": [{"tool": "Bash", "input": {"command": COMMAND}}]},
         {"say": "Saw: {last_tool_result}"}]}))
@@ -46,19 +49,21 @@ async def test_a_worker_killed_while_an_approval_waits_hands_it_over_and_the_com
     home.mkdir()  # the Bash tool sources the user's shell config: give it an empty HOME
     model = {**md.env(cli_home), "HOME": str(home)}
     await fleet.start_front()
-    await fleet.start_worker("w1", "--park-after", "0.3", model_env=model)
+    await fleet.start_worker("w1", "--park-after", park_after, model_env=model)
     async with aiohttp.ClientSession() as session:
         api = Api(session, fleet.base)
         status, body = await api.post("/api/runs", {"task": "run the command", "approve": ["Bash"]})
         assert status == 201, body
         run_id = str(body["id"])
 
-        async def parked() -> Any:
+        async def waiting() -> Any:  # parked, or (live) its record written for whoever comes next
             events = await api.events(run_id)
+            if park_after == "600":
+                return approvals_asked(events) and list(fleet.root.rglob("parked/*.json"))
             return approvals_asked(events) and any(e["kind"] == "system" and e["text"] == "parked" for e in events)
-        await api.until("w1 to park the run on its approval", parked)
+        await api.until("w1's approval to wait, recorded", waiting)
         assert (await api.run(run_id))["worker"] == "w1"
-        await fleet.start_worker("w2", "--park-after", "0.3", model_env=model)
+        await fleet.start_worker("w2", "--park-after", park_after, model_env=model)
         fleet.workers["w1"].kill()
         await fleet.workers["w1"].proc.wait()
 
