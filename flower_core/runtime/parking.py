@@ -15,6 +15,7 @@ A run stopped while parked settles its question as "cancelled", like a live one.
 (parked.ParkRecord) lets a new process restore the question after a restart: when ``Runtime.run``
 resumes that session, the question is asked again (parked from the start) instead of starting a CLI.
 Events: ``system`` with text "parked" / "unparked" (payload ``subtype`` the same), see ``_event``.
+A tool approval parks the same way; how its outcome resumes the run is park_approval.py's.
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ class Parking:
                 park_approval.drop(self.records, mark)  # the attempt is over: nothing waits on it now
 
     async def _watch(self, state: StepState, channel: Any, calls: Calls) -> None:
-        """Sleep until the sole call in flight is a question that has waited ``after_s``; then park."""
+        """Sleep until the sole call in flight waits on a question or approval asked ``after_s`` ago; then park.
+        An approval waiting live is recorded meanwhile (park_approval.mark_waiting)."""
         after, marked = float(self.policy.after_s or 0.0), ""
         while True:
             calls.changed.clear()
@@ -241,9 +243,7 @@ class Parking:
         call = await self._open_call(sid, call_id, cut=True) if sid and out.stopped == "park" else None
         if sid is None or call is None:
             channel.withdraw(ask.id)  # the attempt ended some other way: the question cannot be kept
-            if record.decision:
-                self.records.delete(record.session_id)
-            return None
+            return None  # (an approval's record stays: a retry resuming the session asks or applies it)
         record.session_id = sid
         self._keep(record)  # only a restart needs it: a disk problem must not stop the park itself
         self._emit(state, _event(PARKED, record, ask.id, restored=False))
