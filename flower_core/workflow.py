@@ -2,10 +2,12 @@
 
 A ``Step`` is a declaration: running it is one ``Runtime.run`` (one session). ``ctx`` is the
 workflow's plain dict: after a step passes, ``ctx[step.name]`` holds ``step.reduce(result, ctx)``
-or the main-thread text; the full ``StepResult`` is in ``wf.results[step.name]``. The only key the
-workflow itself writes is ``ctx["_failed_at"]`` (the step that failed with ``on_fail="stop"``);
-all other bookkeeping stays on the Workflow object (``results``, ``sessions``, ``wake``,
-``aborted``) and, across processes, in ``<run_dir>/lineage.json`` (see lineage.py).
+or the main-thread text; the full ``StepResult`` is in ``wf.results[step.name]``. The keys the
+workflow itself writes start with ``_``, as the original flower's: ``_failed_at`` (the step that
+failed with ``on_fail="stop"``), ``_sessions`` / ``_results`` (the very dicts ``wf.sessions`` /
+``wf.results``), ``_runtime``, ``_on_event``, ``_lineage`` (None when not continuous) and
+``_aborted`` (a gate's StepAbort message). Across processes the bookkeeping is in
+``<run_dir>/lineage.json`` (see lineage.py).
 
 | outcome                         | ctx[name]                     | run goes on |
 |---------------------------------|-------------------------------|-------------|
@@ -40,6 +42,8 @@ T = TypeVar("T")
 
 ON_FAIL = ("stop", "skip", "continue")
 FAILED_AT = "_failed_at"
+SESSIONS, RESULTS, RUNTIME, ON_EVENT, LINEAGE, ABORTED = (
+    "_sessions", "_results", "_runtime", "_on_event", "_lineage", "_aborted")
 
 
 class StepAbort(Exception):
@@ -155,6 +159,11 @@ class Workflow:
         if self.budget is not None:
             self.budget.bind(runtime=runtime, channel=self.channel, on_event=on_event)
         lineage = self._open_lineage(runtime)
+        # The original flower's private keys, its meaning: the dicts the loop writes (the same objects as
+        # self.sessions / self.results), the runtime and event sink a gate may use, the lineage file.
+        ctx.pop(ABORTED, None)
+        ctx.update({SESSIONS: self.sessions, RESULTS: self.results, RUNTIME: runtime, ON_EVENT: on_event,
+                    LINEAGE: lineage})
         woken: dict[str, str] = {}
         if lineage is not None:
             self.wake = lineage.bump()
@@ -216,6 +225,7 @@ class Workflow:
                 passed = await self._judge(step, result, ctx)
             except StepAbort as exc:  # another round will not help: keep the remaining retries
                 self.aborted, passed = str(exc) or type(exc).__name__, False
+                ctx[ABORTED] = self.aborted
                 break
             if passed or attempt == step.retries:
                 break

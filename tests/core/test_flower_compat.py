@@ -239,8 +239,6 @@ async def test_coordinator_and_worker_example(double_factory: Any, cli_home: Pat
     assert (project / "report.txt").is_file()  # the same wall lets the worker (a subagent) write
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 24 item 4: Workflow keeps no private keys in ctx, so ctx['_sessions'] is a KeyError")
 async def test_own_workflow_example(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
     md = await double_factory(scenario_of(conv("word", "seed.txt", {"say": "花"}),
                                           conv("sentence", "造一个", {"say": "花开满山坡"})))

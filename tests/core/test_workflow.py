@@ -17,6 +17,11 @@ from tests.support.workflow_support import Events, Steps, make_runtime, spec
 FAIL_FOREVER = {"say": "never", "fault": {"kind": "http", "status": 500, "persistent": True}}
 
 
+def outputs(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The step outputs in ctx, without the workflow's own ``_`` keys."""
+    return {k: v for k, v in ctx.items() if not k.startswith("_")}
+
+
 def conv(name: str, *turns: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "match": name.upper(), "turn": list(turns)}
 
@@ -34,7 +39,10 @@ async def test_stop_records_failed_at_and_runs_nothing_after(double_factory: Any
         ctx = await wf.run(rt, on_event=events, on_step=steps)
     finally:
         rt.close()
-    assert ctx == {"s1": "first answer", "_failed_at": "s2"}  # no private bookkeeping in ctx
+    assert outputs(ctx) == {"s1": "first answer"} and ctx["_failed_at"] == "s2"
+    # The original flower's private keys: the loop's own dicts, the runtime, the sink.
+    assert ctx["_sessions"] is wf.sessions and ctx["_results"] is wf.results and "s1" in wf.sessions
+    assert ctx["_runtime"] is rt and ctx["_on_event"] is events and ctx["_lineage"] is not None
     assert steps.ok() == {"s1": True, "s2": False}
     assert "API Error" in (steps.seen[1][1].error or "")
     assert [(n, p["index"], p["total"], p["woke"]) for n, p in events.steps()] == [("s1", 1, 3, False),
@@ -61,7 +69,7 @@ async def test_skip_and_continue_go_on(double_factory: Any, cli_home: Path, tmp_
     finally:
         rt.close()
     assert steps.ok() == {"s1": False, "s2": False, "s3": True}
-    assert ctx == {"s2": "partial work", "s3": "third done"}
+    assert outputs(ctx) == {"s2": "partial work", "s3": "third done"}
     assert "s1=absent s2=partial work" in md.model_requests("three")[0].first_user_text
 
 
