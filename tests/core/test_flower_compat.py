@@ -434,6 +434,15 @@ def test_verdict_reads_three_outcomes_and_ambiguity_is_not_achieved(text: str, s
     assert verdict.state == state and verdict.ok is bool(state) and verdict.achieved is (state == "achieved")
 
 
+def test_verdict_feedback_carries_the_reason_and_the_failed_checks() -> None:
+    from flower_core.goals import ACHIEVED, NOT_YET, UNREACHABLE
+
+    assert (ACHIEVED, NOT_YET, UNREACHABLE) == ("achieved", "not_yet", "unreachable")
+    feedback = Verdict.parse("结论:未达成\n理由:少了列表\n未通过:\n- 输出含 <h1>").feedback()
+    assert "少了列表" in feedback and "- 输出含 <h1>" in feedback and "Continue" in feedback
+    assert "overruled: go on" in Verdict(state="not_yet", reason="overruled: go on").feedback()
+
+
 def test_goal_amend_appends_and_unverifiable_checks_are_listed() -> None:
     goal = Goal.parse("## 目标\n打印 hello\n## 判定清单\n1. 输出 hello\n- 在 mac 上跑 [此环境无法验证:没有 mac]")
     assert goal.checks == ["输出 hello", "在 mac 上跑 [此环境无法验证:没有 mac]"] and len(goal.unverifiable) == 1
