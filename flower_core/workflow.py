@@ -5,8 +5,9 @@ workflow's plain dict: after a step passes, ``ctx[step.name]`` holds ``step.redu
 or the main-thread text; the full ``StepResult`` is in ``wf.results[step.name]``. The keys the
 workflow itself writes start with ``_``, as the original flower's: ``_failed_at`` (the step that
 failed with ``on_fail="stop"``), ``_sessions`` / ``_results`` (the very dicts ``wf.sessions`` /
-``wf.results``), ``_runtime``, ``_on_event``, ``_lineage`` (None when not continuous) and
-``_aborted`` (a gate's StepAbort message). Across processes the bookkeeping is in
+``wf.results``; with continuity the live sessions of the lineage are in it from the start),
+``_runtime``, ``_on_event``, ``_lineage`` (None when not continuous), ``_woke`` (which wake this
+is, ``wf.wake``) and ``_aborted`` (a gate's StepAbort message). Across processes the bookkeeping is in
 ``<run_dir>/lineage.json`` (see lineage.py).
 
 | outcome                         | ctx[name]                     | run goes on |
@@ -42,8 +43,8 @@ T = TypeVar("T")
 
 ON_FAIL = ("stop", "skip", "continue")
 FAILED_AT = "_failed_at"
-SESSIONS, RESULTS, RUNTIME, ON_EVENT, LINEAGE, ABORTED = (
-    "_sessions", "_results", "_runtime", "_on_event", "_lineage", "_aborted")
+SESSIONS, RESULTS, RUNTIME, ON_EVENT, LINEAGE, ABORTED, WOKE = (
+    "_sessions", "_results", "_runtime", "_on_event", "_lineage", "_aborted", "_woke")
 
 
 class StepAbort(Exception):
@@ -63,11 +64,12 @@ class Step:
     name: str
     spec: Any
     prompt: Prompt
-    on_fail: str = "stop"
+    # The original flower's field order: resume_from is the fourth positional field.
     resume_from: str | None = None
     fork: bool = False
     retries: int = 0
     gate: Callable[[Any, Ctx], bool | Awaitable[bool]] | None = None
+    on_fail: str = "stop"
     when: Callable[[Ctx], bool | Awaitable[bool]] | None = None
     on_reject: Callable[[Any, Ctx], str | Awaitable[str]] | None = None
     resume_prompt: Prompt | None = None
@@ -168,8 +170,10 @@ class Workflow:
         if lineage is not None:
             self.wake = lineage.bump()
             woken = {n: sid for n, sid in lineage.steps.items() if _alive(runtime, sid)}
+            self.sessions.update(woken)  # the live ones only, as the original pours them into ctx["_sessions"]
         else:
             self.wake += 1
+        ctx[WOKE] = self.wake
         token = _CURRENT.set(WorkflowRun(self, runtime, on_event, self.wake))
         try:
             total = len(self.steps)
