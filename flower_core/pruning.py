@@ -52,9 +52,14 @@ class PrunePolicy:
 
 
 def is_api_error(entry: Entry) -> bool:
+    """An "API Error: ..." turn the CLI wrote. Not every ``<synthetic>`` turn: the CLI's own "No response
+    requested." placeholder keeps user and assistant turns alternating, and dropping it shifts the turns."""
+    if entry.get("isApiErrorMessage"):
+        return True
     message = entry.get("message")
-    return bool(entry.get("isApiErrorMessage")) or (isinstance(message, dict)
-                                                   and message.get("model") == "<synthetic>")
+    if not isinstance(message, dict) or message.get("model") != "<synthetic>":
+        return False
+    return any(isinstance(b, dict) and str(b.get("text", "")).startswith("API Error") for b in message_blocks(entry))
 
 
 def denied_call(entry: Entry) -> str | None:

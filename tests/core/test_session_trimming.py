@@ -182,11 +182,13 @@ async def test_pruning_drops_old_denials_and_api_errors_and_relinks_the_chain(tm
               "message": {"role": "user", "content": [
                   {"type": "tool_result", "tool_use_id": "d1", "content": "refused", "is_error": True},
                   {"type": "tool_result", "tool_use_id": "ok", "content": "x.txt"}]}}
+    placeholder = {"type": "assistant", "message": {"role": "assistant", "model": "<synthetic>",
+                                                    "content": [{"type": "text", "text": "No response requested."}]}}
     entries = chain({"message": {"role": "user", "content": "go"}}, two_calls, denial, error,
                     call("d2", "rm b"), {"toolDenialKind": "permission-rule", **result("d2", "refused", is_error=True)},
                     call("i1", "sleep 9"), result("i1", "[Request interrupted by user for tool use]", is_error=True),
                     call("d3", "rm c"), {"toolDenialKind": "permission-rule", **result("d3", "refused", is_error=True)},
-                    call("open", "ls -la"))
+                    call("open", "ls -la"), placeholder)
     with PruningSessionStore(tmp_path / "s.db", tmp_path / "ws",
                              prune=PrunePolicy(keep_denials=1)) as store:
         await store.append(KEY, entries)  # type: ignore[arg-type]
@@ -203,8 +205,10 @@ async def test_pruning_drops_old_denials_and_api_errors_and_relinks_the_chain(tm
     interrupted = by_uuid["u7"]["message"]["content"][0]
     assert "interrupted" in interrupted["content"] and interrupted["is_error"] is False
     assert by_uuid["u9"]["message"]["content"][0]["tool_use_id"] == "d3"  # the newest denial stays
-    heal = loaded[-1]
+    heal = loaded[-2]
     assert heal["parentUuid"] == "u10" and heal["message"]["content"][0]["tool_use_id"] == "open"
+    # The CLI's own synthetic placeholder is conversation structure, not an API error: it stays, after the heal.
+    assert loaded[-1]["uuid"] == "u11" and loaded[-1]["parentUuid"] == heal["uuid"]
     # Every kept entry's parent is a kept entry: the chain is whole.
     assert all(e["parentUuid"] is None or e["parentUuid"] in by_uuid for e in loaded)
 
