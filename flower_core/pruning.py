@@ -45,7 +45,9 @@ class PrunePolicy:
     drop_api_errors: bool = True
     neutralize_interrupts: bool = True
     interrupt_text: str = "[the previous turn was interrupted here; this tool call produced no result]"
-    heal_orphans: bool = True
+    # Off here: the runtime answers cut-off calls itself (runtime/resume.py, parking), and a made-up result
+    # would answer a question that is still waiting for its person before parking can.
+    heal_orphans: bool = False
     orphan_text: str = "[this call was interrupted and has no result; run it again if it is still needed]"
     # One, not zero: the newest refusal stops the model retrying the same blocked call in a loop.
     keep_denials: int = 1

@@ -5,7 +5,7 @@ workflow's plain dict: after a step passes, ``ctx[step.name]`` holds ``step.redu
 or the main-thread text; the full ``StepResult`` is in ``wf.results[step.name]``. The keys the
 workflow itself writes start with ``_``, as the original flower's: ``_failed_at`` (the step that
 failed with ``on_fail="stop"``), ``_sessions`` / ``_results`` (the very dicts ``wf.sessions`` /
-``wf.results``; with continuity the live sessions of the lineage are in it from the start),
+``wf.results``),
 ``_runtime``, ``_on_event``, ``_lineage`` (None when not continuous), ``_woke`` (which wake this
 is, ``wf.wake``) and ``_aborted`` (a gate's StepAbort message). Across processes the bookkeeping is in
 ``<run_dir>/lineage.json`` (see lineage.py).
@@ -170,7 +170,6 @@ class Workflow:
         if lineage is not None:
             self.wake = lineage.bump()
             woken = {n: sid for n, sid in lineage.steps.items() if _alive(runtime, sid)}
-            self.sessions.update(woken)  # the live ones only, as the original pours them into ctx["_sessions"]
         else:
             self.wake += 1
         ctx[WOKE] = self.wake

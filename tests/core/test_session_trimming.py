@@ -190,7 +190,7 @@ async def test_pruning_drops_old_denials_and_api_errors_and_relinks_the_chain(tm
                     call("d3", "rm c"), {"toolDenialKind": "permission-rule", **result("d3", "refused", is_error=True)},
                     call("open", "ls -la"), placeholder)
     with PruningSessionStore(tmp_path / "s.db", tmp_path / "ws",
-                             prune=PrunePolicy(keep_denials=1)) as store:
+                             prune=PrunePolicy(keep_denials=1, heal_orphans=True)) as store:
         await store.append(KEY, entries)  # type: ignore[arg-type]
         loaded = [dict(e) for e in await store.load(KEY) or []]
         again = [dict(e) for e in await store.load(KEY) or []]
