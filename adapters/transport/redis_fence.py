@@ -9,9 +9,10 @@ holds another one — in the same script, so a holder that was replaced cannot s
 | take     | work entry -> me (XCLAIM), ``gen`` + 1, holder           | the entry is mine (new, resumed) |
 |          |                                                          | or its owner is dead (claim)     |
 | publish  | one event / step / hello on the events stream            | ``gen`` is still mine            |
-| end      | the end, XACK + XDEL of the work entry, expiries; every  | ``gen`` is still mine            |
-|          | intent after the holder's cursor refused (settled moot,  |                                  |
-|          | "the run had ended" replied) in the same script          |                                  |
+| end      | the end, XACK + XDEL of the work entry, ``ended``,       | ``gen`` is still mine            |
+|          | expiries; every intent after the holder's cursor refused |                                  |
+|          | (settled moot, "the run had ended" replied), same script |                                  |
+| log      | one intent on the run's stream (the front's)             | the run has not ended            |
 | settle   | iid -> how in the run's settled hash                     | ``gen`` is still mine            |
 | reply    | one intent's reply list                                  | ``gen`` is still mine            |
 | release  | work entry -> the ``~released`` consumer (anyone claims) | the entry is mine                |
@@ -130,9 +131,18 @@ end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 10))
 redis.call('XACK', KEYS[3], ARGV[3], ARGV[4])
 redis.call('XDEL', KEYS[3], ARGV[4])
-redis.call('HSET', KEYS[1], 'holder', '')
+redis.call('HSET', KEYS[1], 'holder', '', 'ended', '1')
 for _, i in ipairs({1, 4, 5}) do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
 return 1 + late
+"""
+
+# KEYS: run hash, intents. ARGV: the entry's field/value pairs. Refused (false) once the run has ended: an
+# intent logged after the end script ran would be read by nobody, and its sender told nothing true. With
+# this check in the same script as the XADD, an intent is either before the end (which refuses or applies
+# it) or refused here. A launch (a new round) clears ``ended`` before its work entry (redis_front.py).
+_LOG = """
+if redis.call('HGET', KEYS[1], 'ended') == '1' then return false end
+return redis.call('XADD', KEYS[2], '*', unpack(ARGV))
 """
 
 # KEYS: run hash, settled. ARGV: gen, iid, how. (A run that ended expires: its settled hash goes with it.)
@@ -195,6 +205,7 @@ class Fence:
         self._publish, self._end = redis.register_script(_PUBLISH), redis.register_script(_END)
         self._settle, self._reply = redis.register_script(_SETTLE), redis.register_script(_REPLY)
         self._release, self._alive = redis.register_script(_RELEASE), redis.register_script(_ALIVE)
+        self._log = redis.register_script(_LOG)
 
     # ---- liveness ---------------------------------------------------------------------------------
     async def beat(self, name: str, dead_after_s: float, about: str, held: list[tuple[str, int]]) -> list[int]:
@@ -208,6 +219,12 @@ class Fence:
         """name -> its about JSON, for the live workers (only `name` when given)."""
         flat = await self._alive(keys=[self.keys.beats, self.keys.about], args=[int(dead_after_s * 1000), name])
         return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+    # ---- the front's writes ---------------------------------------------------------------------
+    async def log(self, run_id: str, fields: dict[str, str]) -> bool:
+        """Append an intent to the run's stream; False (nothing written) when the run has ended."""
+        flat = [part for kv in fields.items() for part in kv]
+        return await self._log(keys=[self.keys.run(run_id), self.keys.intents(run_id)], args=flat) is not None
 
     # ---- taking and letting go ------------------------------------------------------------------
     async def take(self, run_id: str, entry_id: str, me: str, *, mode: str, owner: str = "",

@@ -131,7 +131,7 @@ class RedisTransport:
         self.runs[run_id] = Follow(sink)
         if not attach:
             fields = {"run": run_id, "plan": plan.to_json()}
-            submit = persist("submit run", lambda: self.redis.xadd(self.keys.work, fields))
+            submit = persist("submit run", lambda: self._submit_run(run_id, fields))
             self._submitted[run_id] = self._bg.spawn(submit)
         elif run_id != self._handing:  # this front (re)starts following a run going on a worker
             held = self._orphans.pop(run_id, None)  # messages that came while nobody followed it
@@ -139,6 +139,15 @@ class RedisTransport:
                 asyncio.get_running_loop().call_soon(self._dispatch_all, list(held))
             self._control(run_id, "sync")  # and where it is now: its step, its open questions
         return RedisRun(self, run_id)
+
+    async def _submit_run(self, run_id: str, fields: dict[str, str]) -> str:
+        """The work entry (its id), the run no longer marked ended in the same transaction (a continued
+        run takes intents again)."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hdel(self.keys.run(run_id), "ended")
+            pipe.xadd(self.keys.work, fields)
+            _cleared, entry_id = await pipe.execute()
+        return str(entry_id)
 
     # ---- events in ------------------------------------------------------------------------------
     async def _read(self) -> None:
@@ -233,9 +242,14 @@ class RedisTransport:
     async def submit(self, run_id: str, intent: Intent, *, timeout: float | None = None) -> IntentReply:
         """Log the intent in the run's stream (durable once this returns or raises Undelivered), then
         wait for the holder's reply."""
+        launching = self._submitted.get(run_id)
+        if launching is not None and not launching.done():  # its new round must be on file first (`ended`)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(launching)
         follow = self.runs.get(run_id)
         fields = wire.intent_entry(intent)
-        await persist("intent", lambda: self.redis.xadd(self.keys.intents(run_id), fields))
+        if not await persist("intent", lambda: self._f.log(run_id, fields)):
+            return IntentReply.too_late()  # it ended before this was logged: nobody would ever read it
         holder, seen = (follow.holder, follow.gen) if follow is not None else ("", None)
         wait = self.reply_timeout_s if timeout is None else timeout
         loop = asyncio.get_running_loop()

@@ -58,6 +58,7 @@ class Report:
     takeovers: list[float] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     stuck: list[str] = field(default_factory=list)
+    stuck_why: dict[str, str] = field(default_factory=dict)  # stuck run -> what the API and Redis said of it
     two_holders: set[str] = field(default_factory=set)
     said: dict[str, str] = field(default_factory=dict)  # token -> what the API answered when it was accepted
     earlier: dict[str, int] = field(default_factory=dict)  # lost token -> requests of its run that had it
@@ -78,6 +79,7 @@ class Report:
             if n != 1:
                 seen = f", in {self.earlier.get(token, 0)} earlier request(s)" if n == 0 else ""
                 out.append(f"{token} (run {run_id}): {n}x in the last request{seen}; told {self.said.get(token)!r}")
+        out.extend(f"stuck {run_id}: {why}" for run_id, why in self.stuck_why.items())
         return out
 
     def table(self) -> str:
@@ -226,6 +228,17 @@ class Campaign:
         while time.monotonic() < deadline and any(r not in self._ended_seen for r in self.report.runs):
             await asyncio.sleep(0.5)
         self.report.stuck = [r for r in self.report.runs if r not in self._ended_seen]
+        for run_id in self.report.stuck:
+            self.report.stuck_why[run_id] = await self._describe(api, run_id)
+
+    async def _describe(self, api: Api, run_id: str) -> str:
+        """A stuck run as the API and Redis see it, so a red campaign says where to look."""
+        status, asks = await self._state(api, run_id)
+        held: dict[str, Any] = {}
+        with contextlib.suppress(*DOWN):
+            held = await self.r.hgetall(wire.Keys().run(run_id))
+        fields = {k: v for k, v in held.items() if len(str(v)) < 80}
+        return f"status {status!r}, asks {[a.get('question') for a in asks]}, run hash {fields}"
 
     # ---- the kills --------------------------------------------------------------------------------
     async def _kill_loop(self) -> None:

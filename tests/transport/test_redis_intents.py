@@ -243,3 +243,30 @@ async def test_a_replaced_holder_settles_nothing(rig: Rig) -> None:
 
 async def _not_held(w: RedisWorker, run_id: str) -> bool:
     return run_id not in w.held
+
+
+async def test_words_for_a_run_that_has_just_ended_are_refused_not_kept_and_a_new_round_takes_them(rig: Rig) -> None:
+    """The end and an intent race: the front may still follow the run when the holder's end is on file.
+    What is logged after the end would be read by nobody, so it is refused with "the run has ended"
+    (before the fix the person was told it waits for the next holder, and it was lost)."""
+    await rig.worker("a")
+    side = rig.launch("r1")
+    await until("a to hold r1", lambda: _held(rig, "r1"))
+    rig.engine("r1").finish()
+
+    async def ended() -> bool:
+        return await rig.front.redis.hget(KEYS.run("r1"), "ended") == "1"
+    await until("r1's end to be on file", ended)
+    late = Intent(Op.INTERRUPT, text="too late")
+    assert (await side.submit(late)).ended
+    assert late.iid not in await rig.logged("r1")
+    await until("the front to see the end", lambda: _ended(rig, "r1"))
+    again = rig.launch("r1")  # the run continued in its thread: a new round on the same id
+    await until("a to hold r1 again", lambda: _held(rig, "r1"))
+    words = Intent(Op.SEND, text="round two")
+    assert (await again.submit(words)).mail
+    assert [i.iid for i in rig.engine("r1").applied] == [words.iid]
+
+
+async def _ended(rig: Rig, run_id: str) -> bool:
+    return bool(rig.sinks[run_id].ends)
