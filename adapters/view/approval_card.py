@@ -15,13 +15,16 @@ import difflib
 from typing import TYPE_CHECKING, Any
 
 from adapters.ids import encode
+from adapters.platform.messages import FileRef
 from adapters.surface import Button, OutMessage
 from adapters.view import fmt
+from adapters.view.shares import human_size
 
 if TYPE_CHECKING:
     from adapters.view.asks import AskCard
 
 APPROVAL = "approval"
+DIFF_KEYS = ("diff_file", "diff_lines", "diff_bytes")  # the whole diff the core wrote (approval_diff.py)
 PREVIEW_LINES = 20
 COMMAND_CHARS = 1500
 OUTCOMES: dict[str, tuple[str, str]] = {
@@ -91,3 +94,17 @@ def approval_option(options: list[str], decision: str) -> str | None:
         return None
     index = DECISIONS.index(decision)
     return options[index] if len(options) > index else ("Allow once" if index == 0 else "run")
+
+
+def whole_diff(run_id: str, card: AskCard) -> OutMessage | None:
+    """The whole diff of an edit as a file posted with its card, when the card's preview cannot show it all."""
+    path, lines, size = (card.facts.get(k) for k in DIFF_KEYS)
+    if card.kind != APPROVAL or not isinstance(path, str) or not path:
+        return None
+    if not isinstance(lines, int) or not isinstance(size, int) or lines <= PREVIEW_LINES + 3:  # + its headers
+        return None
+    name = path.replace("\\", "/").rsplit("/", 1)[-1].split("-", 1)[-1] or "change.diff"
+    tool = str(card.facts.get("tool") or "edit")
+    text = f"📎 The whole {tool} diff the approval above asks about: {name} ({lines} lines, {human_size(size)})"
+    return OutMessage(key=f"diff:{card.card_id}", kind="notice", text=text, important=True, replace=False,
+                      attachment=FileRef(path, name, size, run_id=run_id))

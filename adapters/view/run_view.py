@@ -23,6 +23,7 @@ from typing import Any
 
 from adapters.surface import OutMessage
 from adapters.view import asks, fmt, notices, shares, status, summary
+from adapters.view.approval_card import DIFF_KEYS, whole_diff
 from adapters.view.asks import AskCard
 from adapters.view.prose import ProseBuffer
 from adapters.view.receipts import Receipts
@@ -299,7 +300,8 @@ class RunView:
             card = AskCard(card_id, ask_id, ev.text, [str(o) for o in p.get("options") or []])
         if p.get("kind"):  # a question of the runtime's own (the cost cap): drawn from its figures
             card.kind = str(p["kind"])
-            card.facts = {k: p[k] for k in ("spent", "aside", "total", "cap", "step", "tool", "input") if k in p}
+            card.facts = {k: p[k] for k in ("spent", "aside", "total", "cap", "step", "tool", "input", *DIFF_KEYS)
+                          if k in p}
         card.ask_id, card.state = ask_id, state
         if state == "asked" and isinstance(p.get("asked_at"), int | float):
             card.asked_at = float(p["asked_at"])
@@ -313,6 +315,9 @@ class RunView:
             self._cards.pop(card_id, None)
             self._bound.pop(ask_id, None)
         out.append(asks.render(self.run_id, card, self.cfg.who))
+        diff = whole_diff(self.run_id, card) if state == "asked" and not p.get("restored") else None
+        if diff is not None:  # an edit longer than the card's preview: the whole diff as a file beside it
+            out.append(diff)
         if self.status_card.state in status.FINAL_STATES:
             return False
         before = self.status_card.state

@@ -17,10 +17,11 @@ runtime turns a ``Decision`` into the SDK's permission result.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from flower_core.permissions import Policy
 
 from . import texts
+from .approval_diff import diff_facts
 
 if TYPE_CHECKING:
     from .ask import Ask
@@ -57,6 +59,11 @@ class Decision:
     message: str = ""
     how: str = ""  # once | run | deny | rule | timeout | unattended | allowed | policy | cancelled
     ask_id: str = ""
+
+
+def call_key(tool: str, args: dict[str, Any]) -> str:
+    """One call's identity across a CLI restart: its tool and its whole input (its call id changes)."""
+    return tool + "\n" + json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def run_option(tool: str) -> str:
@@ -109,6 +116,8 @@ class ApprovalGate:
         self.cwd, self.timeout_s, self.unattended = str(cwd), timeout_s, unattended
         self.grants_path = Path(grants_path) if grants_path is not None else None
         self.decisions: list[dict[str, Any]] = []
+        # Decisions taken while the CLI was closed (a parked approval), waiting for the re-asked call.
+        self._ready: dict[str, tuple[Decision, Callable[[], None]]] = {}
         self._lock = threading.Lock()
         self.policy = policy
         for tool in self._load_grants():
@@ -137,8 +146,30 @@ class ApprovalGate:
             taken, self.decisions = self.decisions, []
         return taken
 
+    def expect(self, tool: str, args: dict[str, Any], decision: Decision, consumed: Callable[[], None]) -> None:
+        """Answer the next call of ``tool`` with exactly ``args`` with ``decision``, once, without asking:
+        a parked approval decided while no CLI ran, whose call the resumed CLI makes again. ``consumed``
+        runs when it is used (the call is about to run)."""
+        with self._lock:
+            self._ready[call_key(tool, args)] = (decision, consumed)
+
+    def forget(self, tool: str, args: dict[str, Any]) -> bool:
+        """Drop an expected call that never came; True if it was still waiting."""
+        with self._lock:
+            return self._ready.pop(call_key(tool, args), None) is not None
+
+    def settle_parked(self, ask: Ask, tool: str, args: dict[str, Any], unattended_text: str) -> Decision:
+        """The decision of a parked approval once its ask settled (granting and recording it as decide does)."""
+        return self._note(self._outcome(ask, tool, False, unattended_text), tool, args, ask)
+
     async def decide(self, channel: HumanChannel, tool: str, args: dict[str, Any]) -> Decision:
         """Apply the policy to one call, asking a person through ``channel`` when it says so."""
+        with self._lock:
+            ready = self._ready.pop(call_key(tool, args), None)
+        if ready is not None:  # decided (and recorded) while parked: the person is not asked twice
+            with contextlib.suppress(Exception):
+                ready[1]()
+            return ready[0]
         verdict, rule = self.policy.decide(tool, args, cwd=self.cwd)
         if verdict == "deny":
             text = DENIED_BY_RULE.format(rule=rule.text if rule else tool, tool=tool)
@@ -150,6 +181,8 @@ class ApprovalGate:
             return self._note(Decision(True, how="unattended"), tool, args)
         question = f"The agent wants to run {tool}: {summary(tool, args)}"
         facts = {"tool": tool, "input": bounded_input(args)}
+        folder = self.grants_path.parent / "approvals" if self.grants_path is not None else None
+        facts.update(diff_facts(tool, args, self.cwd, folder))  # the whole change of an edit, as a file
         ask = await channel.ask_outcome(question, [ALLOW_ONCE, run_option(tool), DENY], kind=KIND, facts=facts,
                                         timeout_s=0.0 if unattended else self.timeout_s)
         return self._note(self._outcome(ask, tool, unattended, channel.timeout_text), tool, args, ask)

@@ -16,6 +16,7 @@ from . import records, texts
 from .approval import ApprovalMembers
 from .ask import Ask, AskState, check_question
 from .mail import Mail
+from .parked import ParkedMembers
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -30,12 +31,12 @@ def _release(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-class HumanChannel(ApprovalMembers):
+class HumanChannel(ApprovalMembers, ParkedMembers):
     """Questions and mail between the model and a person.
 
     Model side: tools ``ask`` (blocks until an outcome) and ``inbox`` (never blocks) on an in-process
     MCP server named ``human``. UI side: push (``on_event``) or pull (``next_ask``), then
-    ``answer``/``decline``/``send`` from any thread. Approvals of tool calls: ``approval.py``.
+    ``answer``/``decline``/``send`` from any thread. Approvals of tool calls: ``approval.py``; parking: ``parked.py``.
     """
 
     SERVER_NAME = "human"
@@ -75,6 +76,7 @@ class HumanChannel(ApprovalMembers):
         self._counted = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._parked: set[str] = set()  # asks taken off their tool call (the CLI was closed); never shrinks
+        self._keepers: dict[str, Callable[[str, str], None]] = {}  # see keep_outcomes
 
     # ----- names and server -------------------------------------------------------------------------
 
@@ -238,77 +240,6 @@ class HumanChannel(ApprovalMembers):
         with self._lock:
             return [m for m in self.mail if m.state == "queued"]
 
-    # ----- parking: the runtime closes the CLI while a question waits (runtime/parking.py) -------------
-
-    def park(self, ask_id: str) -> bool:
-        """Take a waiting question off its tool call: that call never returns (the runtime is closing
-        the CLI) and the outcome is collected with ``settled()``. False if it is not waiting."""
-        with self._lock:
-            if ask_id in self._claimed or ask_id not in self._futures:
-                return False
-            self._parked.add(ask_id)
-            return True
-
-    async def settled(self, ask_id: str) -> Ask:
-        """Wait for a parked question's outcome. It times out ``timeout_s`` after it was first asked;
-        cancelling the wait settles it as "cancelled", as cancelling its tool call would."""
-        with self._lock:
-            ask = next(a for a in self.asks if a.id == ask_id)
-            fut = self._futures.get(ask_id)
-        if fut is None:
-            return ask  # settled already
-        left = None if self.timeout_s is None else max(0.0, ask.asked_at + self.timeout_s - time.time())
-        try:
-            await asyncio.wait({fut}, timeout=left)
-        except asyncio.CancelledError:
-            if self._claim(ask_id):
-                self._finish(ask, "cancelled", "")
-            raise
-        if not fut.done() and self._claim(ask_id):
-            self._finish(ask, "timeout", "")
-        else:
-            await fut
-        return ask
-
-    def withdraw(self, ask_id: str) -> bool:
-        """Settle a waiting question as "cancelled" (the run was interrupted instead). False if not waiting."""
-        return self._settle_from_anywhere(ask_id, "cancelled", "")
-
-    def restore(self, question: str, options: list[str], asked_at: float) -> Ask:
-        """Re-open a question parked by an earlier process: waiting and parked from the start, timed from
-        its first ``asked_at``. Emits its "asked" event again, marked ``restored`` (front ends find their
-        old card by it, and an answer given to the old process can be applied to it)."""
-        loop = asyncio.get_running_loop()
-        self._remember_loop()
-        with self._lock:
-            ask = Ask(id=f"q{len(self.asks) + 1}", question=question, options=list(options), asked_at=asked_at,
-                      restored=True)
-            self.asks.append(ask)
-            self._counted += 1
-            self._futures[ask.id] = loop.create_future()
-            self._parked.add(ask.id)
-        self._emit(ask.event(self.remaining))
-        self._wake_pullers()
-        return ask
-
-    def requeue(self, kept: list[str] | list[tuple[str, str]]) -> list[Mail]:
-        """Queue mail kept from an earlier process as is: it was amended and reported there already.
-
-        Items are texts, or (mail id, text) for mail with a durable id; an id already here is skipped
-        (the same mail may be kept in two places: a park record and a front end's intent log)."""
-        with self._lock:
-            out = []
-            known = {m.id for m in self.mail}
-            for item in kept:
-                mail_id, body = item if isinstance(item, tuple) else (f"m{len(self.mail) + 1}", item)
-                if mail_id in known:
-                    continue
-                mail = Mail(id=mail_id, text=body)
-                self.mail.append(mail)
-                known.add(mail_id)
-                out.append(mail)
-            return out
-
     def transcript(self) -> str:
         with self._lock:
             asks = list(self.asks)
@@ -333,6 +264,15 @@ class HumanChannel(ApprovalMembers):
         with self._lock:
             if not self._claim(ask_id):
                 return False
+            keep = self._keepers.get(ask_id)
+            try:
+                if keep is not None:
+                    keep(state, answer)
+            except OSError as exc:
+                self.ui_errors.append(exc)
+                self._claimed.discard(ask_id)
+                return False
+            self._keepers.pop(ask_id, None)
             fut = self._futures[ask_id]
             ask = next(a for a in self.asks if a.id == ask_id)
         loop = fut.get_loop()

@@ -7,7 +7,7 @@ resumes, the call's result is written into the session exactly as the CLI writes
 were checked against the bundled CLI: docs/parking.md.
 
 ``ParkRecord`` (one JSON file per parked session, ``<run_dir>/parked/<session_id>.json``) is what a
-new process needs to pick a parked question up again after a restart.
+new process needs to pick a parked question (or tool approval, and its decision) up again after a restart.
 """
 
 from __future__ import annotations
@@ -179,6 +179,13 @@ class ParkRecord:
     parked_at: float = field(default_factory=time.time)
     # Inbox mail still queued when the process went away: [id, text] pairs (plain texts in older records).
     mail: list[Any] = field(default_factory=list)
+    # A parked tool approval (kind "approval"): the call's tool and whole input, and once a person decided
+    # it, the decision ("once" | "run" | "deny") and their words: kept before they are told it is decided.
+    kind: str = ""
+    tool: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+    decision: str = ""
+    words: str = ""
 
     def kept_mail(self) -> list[tuple[str, str]] | list[str]:
         """The kept mail in the shape HumanChannel.requeue takes."""

@@ -15,6 +15,7 @@ A run stopped while parked settles its question as "cancelled", like a live one.
 (parked.ParkRecord) lets a new process restore the question after a restart: when ``Runtime.run``
 resumes that session, the question is asked again (parked from the start) instead of starting a CLI.
 Events: ``system`` with text "parked" / "unparked" (payload ``subtype`` the same), see ``_event``.
+A tool approval parks the same way; how its outcome resumes the run is park_approval.py's.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from flower_core.events import Event
+from flower_core.runtime import park_approval
 from flower_core.runtime.attempt import Outcome
 from flower_core.runtime.handoff import interrupt_prompt
+from flower_core.runtime.park_calls import Calls, parkable, waiting_ask
 from flower_core.runtime.parked import (
     WITHDRAWN,
     ParkRecord,
@@ -54,7 +57,6 @@ PARKED, UNPARKED = "parked", "unparked"
 RESUME_NOTE = "(Your question waited a while for the person; their reply is the tool result above. Continue.)"
 # The fallback when the call could not be answered in the session: the reply goes in the prompt instead.
 UNANSWERED = "The reply to your question “{question}”: {reply}"
-_DONE_TASKS = frozenset({"completed", "failed", "killed", "stopped", "cancelled"})
 
 AttemptFn = Callable[..., Awaitable[Outcome]]
 
@@ -93,40 +95,6 @@ class ParkPolicy:
         return cls(after_s=None if value is None else float(value))
 
 
-class Calls:
-    """What is in flight in one attempt, from its events: tool calls by id, background tasks."""
-
-    def __init__(self) -> None:
-        self.main: dict[str, tuple[str, Any]] = {}
-        self.side: set[str] = set()  # subagents' calls
-        self.tasks: set[str] = set()
-        self.changed = asyncio.Event()
-
-    def observe(self, ev: Event) -> None:
-        p = ev.payload if isinstance(ev.payload, dict) else {}
-        if ev.kind == "tool_call" and isinstance(p.get("id"), str):
-            if p.get("subagent"):
-                self.side.add(p["id"])
-            else:
-                self.main[p["id"]] = (ev.tool, p.get("input"))
-        elif ev.kind == "tool_result":
-            self.main.pop(str(p.get("tool_use_id")), None)
-            self.side.discard(str(p.get("tool_use_id")))
-        elif ev.kind == "task" and isinstance(p.get("task_id"), str):
-            ended = ev.text == "TaskNotificationMessage" or p.get("status") in _DONE_TASKS
-            (self.tasks.discard if ended else self.tasks.add)(p["task_id"])
-        else:
-            return
-        self.changed.set()
-
-    def sole_call(self, tool: str) -> tuple[str, dict[str, Any]] | None:
-        """(id, input) of the one call in flight when it is ``tool`` and nothing else runs."""
-        if self.side or self.tasks or len(self.main) != 1:
-            return None
-        call_id, (name, args) = next(iter(self.main.items()))
-        return (call_id, args if isinstance(args, dict) else {}) if name == tool else None
-
-
 class Parking:
     """The Runtime's parking: ``attempt`` stands in for its attempt, ``observe`` sees its events."""
 
@@ -137,7 +105,8 @@ class Parking:
         self.store, self.project_key, self.records = store, project_key, records
         self._attempt, self._absorb, self._emit = attempt, absorb, emit
         self._calls: dict[int, Calls] = {}  # per running step (id of its StepState)
-        self._parking: dict[int, tuple[Any, str]] = {}  # step -> (ask, call id) being parked now
+        self._parking: dict[int, tuple[Any, str, ParkRecord]] = {}  # step -> (ask, call id, record) being parked
+        self._marks: dict[int, ParkRecord] = {}  # step -> its approval waiting live, marked (park_approval)
         self._resumed: set[int] = set()  # steps whose first attempt was looked at (see _close_cut_off)
 
     # -- the runtime's hooks ------------------------------------------------------------------------
@@ -156,7 +125,7 @@ class Parking:
 
     async def attempt(self, spec: Any, prompt: str, resume: str | None, fork: bool, state: StepState) -> Outcome:
         """One attempt as the runtime sees it: parks and resumes inside as often as the step asks."""
-        channel = _parkable(getattr(spec, "channel", None))
+        channel = parkable(getattr(spec, "channel", None))
         first = id(state) not in self._resumed
         self._resumed.add(id(state))
         if channel is None:
@@ -169,6 +138,7 @@ class Parking:
         run_prompt: str | None = prompt
         if resume and first and parked is None and prompt is not None:
             run_prompt = with_kept_mail(prompt, channel)
+        allowed: ParkRecord | None = None  # an approval allowed while parked: the CLI makes its call again
         while True:
             if parked is None:
                 try:
@@ -178,6 +148,10 @@ class Parking:
                     if taken is not None:  # stopped while being parked: nobody will collect its outcome
                         channel.withdraw(taken[0].id)
                     raise
+                finally:
+                    if allowed is not None:  # a decision its call never took goes (the call was made or not)
+                        park_approval.finish(channel, self.records, allowed)
+                        allowed = None
                 parked = await self._parked(out, state, channel)
                 if parked is None:
                     return out
@@ -188,6 +162,7 @@ class Parking:
             if answered:  # the CLI continues the stored turn itself: the note is its only new user text
                 spec = replace(spec, env={**getattr(spec, "env", {}), **continue_env(note)})
             run_prompt, resume, fork, parked = None if answered else note, record.session_id, False, None
+            allowed = record if record.kind and record.decision in ("once", "run") else None
 
     # -- running and stopping -----------------------------------------------------------------------
     async def _watched(self, spec: Any, prompt: str | None, resume: str | None, fork: bool, state: StepState,
@@ -196,24 +171,35 @@ class Parking:
             return await self._attempt(spec, prompt, resume, fork, state)
         calls = self._calls[id(state)] = Calls()
         watcher = asyncio.ensure_future(self._watch(state, channel, calls))
+        kept = False
         try:
             return await self._attempt(spec, prompt, resume, fork, state)
+        except asyncio.CancelledError:
+            kept = True  # stopped, or the process is going away: a marked approval is asked again after it
+            raise
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             self._calls.pop(id(state), None)
+            mark = self._marks.pop(id(state), None)
+            if mark is not None and not kept and id(state) not in self._parking:
+                park_approval.drop(self.records, mark)  # the attempt is over: nothing waits on it now
 
     async def _watch(self, state: StepState, channel: Any, calls: Calls) -> None:
-        """Sleep until the sole call in flight is a question that has waited ``after_s``; then park."""
-        after = float(self.policy.after_s or 0.0)
+        """Sleep until the sole call in flight waits on a question or approval asked ``after_s`` ago; then park.
+        An approval waiting live is recorded meanwhile (park_approval.mark_waiting)."""
+        after, marked = float(self.policy.after_s or 0.0), ""
         while True:
             calls.changed.clear()
             wait: float | None = None
-            call = calls.sole_call(channel.tool_name)
+            call = calls.sole()
             if call is not None:
-                ask = _waiting(channel, call[1])
+                ask = waiting_ask(channel, call[1], call[2])
                 left = after if ask is None else ask.asked_at + after - time.time()
+                if park_approval.unmarked(channel, call[1], ask, marked):  # see park_approval.mark_waiting
+                    marked = ask.id if ask is not None and await self._mark(state, channel, ask, call[0]) else ""
+                    left = min(left, park_approval.MARK_POLL_S) if not marked else left
                 if ask is not None and left <= 0:
                     if await self._stop_for(state, channel, ask, call[0]):
                         return
@@ -222,15 +208,28 @@ class Parking:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(calls.changed.wait(), wait)
 
+    async def _mark(self, state: StepState, channel: Any, ask: Any, call_id: str) -> bool:
+        call = await self._open_call(state.session, call_id) if state.session else None
+        if call is None or state.session is None:
+            return False  # not stored yet: a restart could not find it; look again soon
+        record = ParkRecord(state.session, call_id, state.result.step, ask.question, list(ask.options), ask.asked_at)
+        self._marks[id(state)] = record
+        return park_approval.mark_waiting(channel, ask, call, self.records, record)
+
     async def _stop_for(self, state: StepState, channel: Any, ask: Any, call_id: str) -> bool:
         signal, sid = state.signal, state.session
         if signal is None or signal.reason is not None or state.writing or state.has_pending() or not sid:
             return False
-        if not self.policy.allowed() or await self._open_call(sid, call_id) is None:
+        call = await self._open_call(sid, call_id) if self.policy.allowed() else None
+        if call is None:
             return False  # the call's turn is not in the store yet: resuming could not answer it
         if signal is not state.signal or signal.reason is not None or not channel.park(ask.id):
             return False
-        self._parking[id(state)] = (ask, call_id)
+        record = ParkRecord(sid, call_id, state.result.step, ask.question, list(ask.options), ask.asked_at)
+        if ask.kind == park_approval.KIND:  # from now on a decision is kept in the record before it is told
+            park_approval.mark(record, ask, call)
+            park_approval.keep_decisions(channel, ask.id, self.records, record)
+        self._parking[id(state)] = (ask, call_id, record)
         signal.request("park")
         return True
 
@@ -239,13 +238,13 @@ class Parking:
         taken = self._parking.pop(id(state), None)
         if taken is None:
             return None
-        ask, call_id = taken
+        ask, call_id, record = taken
         sid = out.session_id or state.session
         call = await self._open_call(sid, call_id, cut=True) if sid and out.stopped == "park" else None
         if sid is None or call is None:
             channel.withdraw(ask.id)  # the attempt ended some other way: the question cannot be kept
-            return None
-        record = ParkRecord(sid, call_id, state.result.step, ask.question, list(ask.options), ask.asked_at)
+            return None  # (an approval's record stays: a retry resuming the session asks or applies it)
+        record.session_id = sid
         self._keep(record)  # only a restart needs it: a disk problem must not stop the park itself
         self._emit(state, _event(PARKED, record, ask.id, restored=False))
         return record, ask
@@ -262,7 +261,10 @@ class Parking:
         if await self._open_call(resume, record.call_id) is None:
             self.records.delete(resume)  # the session went on without it: nothing left to answer
             return None
-        ask = channel.restore(record.question, record.options, record.asked_at)
+        if record.kind:  # a tool approval (decided already, maybe: then it is applied, not asked)
+            ask = park_approval.restore(channel, self.records, record)
+        else:
+            ask = channel.restore(record.question, record.options, record.asked_at)
         channel.requeue(record.kept_mail())
         record.mail = []
         if state.carried is not None:  # words meant for this attempt's prompt: the person spoke instead
@@ -304,7 +306,8 @@ class Parking:
     async def _wait(self, record: ParkRecord, ask: Any, state: StepState, channel: Any) -> tuple[str, bool]:
         """Wait for the question (or an interrupt) and answer the call in the session. Returns the note
         to resume with, and False when the call could not be answered (the note then carries the reply)."""
-        settle = asyncio.ensure_future(channel.settled(ask.id))
+        wait = park_approval.timeout_of(channel) if record.kind else ...
+        settle = asyncio.ensure_future(channel.settled(ask.id, wait))
         words: str | None = None
         try:
             while not settle.done():
@@ -326,26 +329,33 @@ class Parking:
             self._keep(record)
             raise
         ask = settle.result()
-        text = WITHDRAWN if ask.state == "cancelled" else ask.reply
-        answered = await self._answer(record, text)
-        self.records.delete(record.session_id)
+        if record.kind:
+            note, answered, line = await park_approval.settle(record, ask, channel, self.records, self._open_call,
+                                                              self._answer)
+        else:
+            text = WITHDRAWN if ask.state == "cancelled" else ask.reply
+            answered, note = await self._answer(record, text), self.policy.note
+            line = UNANSWERED.format(question=record.question, reply=text)
+            self.records.delete(record.session_id)
         self._emit(state, _event(UNPARKED, record, ask.id, restored=False, outcome=ask.state))
-        note = interrupt_prompt(words) if words is not None else self.policy.note
+        if words is not None:  # an allow that landed first still stands: the model hears both
+            allowed = record.kind and record.decision in ("once", "run")
+            note = f"{note}\n\n{interrupt_prompt(words)}" if allowed else interrupt_prompt(words)
         mail = channel.take_mail()
         if mail:
             from flower_core.human.tools import inbox_reply  # the SDK-bound tools module, only when needed
 
             note = f"{note}\n\n{inbox_reply(mail)}"
         if not answered:
-            note = f"{note}\n\n{UNANSWERED.format(question=record.question, reply=text)}"
+            note = f"{note}\n\n{line}"
         return note, answered
 
-    async def _answer(self, record: ParkRecord, text: str) -> bool:
+    async def _answer(self, record: ParkRecord, text: str, is_error: bool = False) -> bool:
         """Write the call's result into the stored session; False if the call is no longer open there."""
         call = await self._open_call(record.session_id, record.call_id)
         if call is None:
             return False
-        entry = cast("SessionStoreEntry", result_entry(call, record.call_id, text))
+        entry = cast("SessionStoreEntry", result_entry(call, record.call_id, text, is_error=is_error))
         try:
             await self.store.append(self._key(record.session_id), [entry])
         except Exception:
@@ -375,26 +385,10 @@ class Parking:
             self.records.save(record)
 
 
-def _parkable(channel: Any) -> Any:
-    """The step's channel when it can hold a question while the CLI is closed (a HumanChannel)."""
-    needed = ("park", "settled", "withdraw", "restore", "requeue", "pending", "tool_name")
-    return channel if channel is not None and all(hasattr(channel, n) for n in needed) else None
-
-
-def _waiting(channel: Any, args: dict[str, Any]) -> Any:
-    """The channel's one waiting question, when it is the one this call asks."""
-    pending = [a for a in channel.pending() if not getattr(a, "kind", "")]
-    if len(pending) != 1:
-        return None
-    asked = args.get("question")
-    same = isinstance(asked, str) and " ".join(asked.split()) == " ".join(pending[0].question.split())
-    return pending[0] if same else None
-
-
 def _event(what: str, record: ParkRecord, ask_id: str, *, restored: bool, outcome: str = "") -> Event:
     payload: dict[str, Any] = {"subtype": what, "step": record.step, "session_id": record.session_id,
                                "ask_id": ask_id, "question": record.question, "asked_at": record.asked_at,
-                               "restored": restored}
+                               "restored": restored, **park_approval.event_facts(record)}
     if what == UNPARKED:
         payload["outcome"] = outcome
         payload["parked_s"] = round(max(0.0, time.time() - record.parked_at), 1)

@@ -228,3 +228,52 @@ async def test_closing_the_cli_while_the_callback_waits_stores_nothing_after_the
                         idle_timeout=60).run()
     assert out.ok and r.md.model_requests()[requests].turn == 0
     assert [t for t, _, _ in r.seen[asked:]] == ["Bash"] and r.effect() == "ran\n"
+
+
+async def test_continuing_after_a_cut_off_approval_reruns_only_the_last_call_and_keeps_earlier_results(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    """What parking an approval rests on: the CLI interrupted while the callback waits on the turn's second
+    call, the rejection cut from the store (as parking does), then continued without a written result. The
+    first call's result stays in the session, so the model is asked for the second call again (not the
+    first: it ran once, and never runs again), the model writes the call again (a new call id, the same
+    input here), the callback is asked about it, and allowed there it runs once."""
+    r = await rig(double_factory, cli_home, tmp_path, [{"say": "a", "call": [bash("echo a >> effect.txt")]},
+                                                       {"say": "b", "call": [bash("echo b >> effect.txt")]},
+                                                       {"say": "done"}])
+    first: list[str] = []
+    waiting = asyncio.Event()
+
+    async def decide(tool: str, args: dict[str, Any], ctx: Any) -> Any:
+        if not first:
+            first.append(ctx.tool_use_id)
+            return PermissionResultAllow()
+        first.append(ctx.tool_use_id)
+        waiting.set()
+        await asyncio.Event().wait()
+    client = ClaudeSDKClient(r.options(decide))
+    await client.connect()
+    await client.query("go")
+
+    async def consume() -> None:
+        async for msg in client.receive_response():
+            r.sid = getattr(msg, "session_id", None) or r.sid
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(waiting.wait(), 60)
+    while not [e for e in (await r.entries() if r.sid else []) if first[1] in str(e.get("message", ""))]:
+        await asyncio.sleep(0.05)  # the transcript mirror is asynchronous: wait until the call is stored
+    await client.interrupt()
+    await asyncio.wait_for(task, 30)
+    await asyncio.wait_for(client.disconnect(), 30)
+    entries = await r.entries()
+    call = next(e for e in entries if e.get("type") == "assistant" and first[1] in str(e["message"]))
+    r.store.truncate_after(r.sid, call["uuid"], project_key=project_key_for_directory(str(r.ws)))
+    assert after_call(await r.entries()) == [] and r.effect() == "a\n"
+    asked, requests = len(r.seen), len(r.md.model_requests())
+    opts = r.options(allow)
+    out = await Attempt(replace(opts, resume=r.sid, env={**opts.env, **continue_env("(go on)")}), None,
+                        idle_timeout=60).run()
+    assert out.ok
+    again = r.md.model_requests()[requests]
+    assert again.turn == 1 and "a" in str(again.body["messages"])  # the first call's turn and result are kept
+    assert [(t, a["command"]) for t, a, _ in r.seen[asked:]] == [("Bash", "echo b >> effect.txt")]
+    assert r.effect() == "a\nb\n"

@@ -9,6 +9,7 @@ import pytest
 
 from flower_core.human import HumanChannel
 from flower_core.human.approval import ALLOW_ONCE, MAX_INPUT_CHARS, ApprovalGate, Decision, decision_of, run_option
+from flower_core.human.approval_diff import diff_facts
 from flower_core.permissions import Policy
 
 
@@ -68,3 +69,22 @@ async def test_an_approval_is_not_a_question_to_approve(tmp_path: Path) -> None:
     assert (await asyncio.wait_for(asking, 10)).how == "run"
     assert (await ch.approvals.decide(ch, "Bash", {"command": "pwd"})).how == "allowed"
     assert gate(tmp_path).policy.granted == frozenset({"Bash"})
+
+
+def test_the_whole_diff_of_an_edit_is_against_the_file_as_it_is_and_other_calls_get_none(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("one\ntwo\nthree\n")
+    folder = tmp_path / "runs" / "approvals"
+    edit = {"file_path": "a.py", "old_string": "two", "new_string": "TWO"}
+    facts = diff_facts("Edit", edit, tmp_path, folder)
+    text = Path(facts["diff_file"]).read_text()
+    assert " one\n-two\n+TWO\n three\n" in text and text.startswith("--- a/a.py\n+++ b/a.py\n")
+    assert facts["diff_lines"] == text.count("\n") and facts["diff_bytes"] == len(text.encode())
+    multi = {"file_path": str(tmp_path / "a.py"), "edits": [{"old_string": "one", "new_string": "1"},
+                                                            {"old_string": "three", "new_string": "3"}]}
+    assert "+1\n" in Path(diff_facts("MultiEdit", multi, tmp_path, folder)["diff_file"]).read_text()
+    gone = {"file_path": "a.py", "old_string": "not there", "new_string": "x"}  # the call's strings alone
+    assert "-not there\n+x\n" in Path(diff_facts("Edit", gone, tmp_path, folder)["diff_file"]).read_text()
+    assert diff_facts("Bash", {"command": "ls"}, tmp_path, folder) == {}
+    assert diff_facts("Write", {"file_path": "new.txt", "content": "hi"}, tmp_path, None) == {}  # nowhere to keep it
+    assert "+hi\n" in Path(diff_facts("Write", {"file_path": "new.txt", "content": "hi"}, tmp_path,
+                                      folder)["diff_file"]).read_text()

@@ -173,3 +173,37 @@ def test_the_card_previews_an_edit_as_a_bounded_diff_and_names_each_outcome() ->
     assert approval_option(card.options, "run") == "Allow Edit for this run" and approval_option([], "deny") is None
     with pytest.raises(ValueError, match="once, run, deny"):
         approval_option(card.options, "always")
+
+
+async def test_a_long_edit_comes_with_its_whole_diff_as_a_file_beside_the_card(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    """The card previews 20 diff lines; the whole change is a file posted with it (written by the core
+    beside the run, against the file as it is now), and allowed, the edit is made once."""
+    before = "".join(f"line {i}\n" for i in range(60))
+    after = "".join(f"LINE {i}\n" for i in range(60))
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Rewriting.", "call": [{"tool": "Write", "input": {"file_path": "big.txt", "content": after}}]},
+        {"say": "Saw: {last_tool_result}"}]}))
+    surface, store = MemorySurface(), MemoryStateStore()
+    watch = Watch(surface)
+    hub = hub_for(tmp_path, md, cli_home, surface, store, approvals={"ask_tools": ["Write"]})
+    try:
+        started = await hub.start("rewrite it", THREAD, "alice")
+        assert started.ok
+        workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
+        (workspace / "big.txt").write_text(before)  # there before the model's first turn is served
+        card = await watch.card("ask:1-q1")
+        assert "_… " in card.text and "more lines_" in card.text  # the preview is bounded
+        posted = await watch.until(lambda s: s.find("diff:1-q1"))
+        msg = posted[0].msg
+        assert msg.attachment is not None and "big.txt" in msg.text and "lines" in msg.text
+        whole = Path(msg.attachment.path).read_text()
+        assert msg.attachment.size == len(whole.encode())
+        assert all(f"-line {i}\n" in whole and f"+LINE {i}\n" in whole for i in range(60))  # all of it
+        assert (workspace / "big.txt").read_text() == before
+        assert (await hub.handle_action(button(card, "Allow once"), "alice", delivery_id="d1")).ok
+        live = await hub.wait(started.run_id)
+        assert live is not None and live.outcome is not None and live.outcome.state == "done"
+        assert (workspace / "big.txt").read_text() == after
+    finally:
+        await hub.close()
