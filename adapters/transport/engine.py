@@ -54,7 +54,10 @@ class EngineKit:
     def build(self, run_id: str, plan: RunPlan, sink: RunSink, *, log: RunLog | None = None) -> RunEngine:
         workflow = build_workflow(self.factory, plan)
         park = ParkPolicy(self.park_after_s, allow=self.may_park, adopt=self.adopt)
-        options = {"park": park, "resilience": bridge_resilience(), **self.runtime_options}
+        # The bot shows a run's tool output in its thread as it was; a resumed history keeps it whole too (the
+        # framework's defaults, the original flower's, expire glances and spill long results).
+        options = {"park": park, "resilience": bridge_resilience(), "ephemeral": False, "spill_threshold": None,
+                   **self.runtime_options}
         env = dict(self.env) if self.env is not None else None
         runtime = Runtime(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench, env=env,
                           **options)
