@@ -1,8 +1,10 @@
 """`flower`: the command. Parses arguments, checks credentials, builds the run, hands it to the terminal.
 
     flower "task" [--timeout S] [--asks N] [--budget USD] [--approve TOOLS] [--window T] [--no-handoff]
+                  [--rounds N] [--no-goal] [--judge-can-run] [--isolate] [--new] [--clarify-only] [--no-trim]
                   [-w DIR] [-r DIR]
-    flower once "prompt" [-t TOOLS] [-i TEXT] [-p MODE] [-b USD] [-w DIR] [-r DIR]
+    flower run MODULE:ATTR [-w DIR] [-r DIR]     # a Workflow you wrote (flows.py:main, mypkg.flows:build)
+    flower once "prompt" [-t TOOLS] [-i TEXT] [-p MODE] [-b USD] [--resume ID [--fork]] [-w DIR] [-r DIR]
     flower demo          # offline: a model double plays the model, no API key
 
 Exit codes: 0 finished, 1 a step failed, 2 usage or credentials, 130 stopped with Ctrl-C
@@ -19,10 +21,10 @@ from pathlib import Path
 
 from adapters.terminal import EXIT_INTERRUPTED, Render
 from bots.credentials import has_credentials
-from bots.terminal_run import UsageError, check_budget, run_starter
+from bots.terminal_run import UsageError, check_budget, drive_workflow, run_starter
 
 EXIT_USAGE = 2
-COMMANDS = ("go", "once", "demo")
+COMMANDS = ("go", "run", "once", "demo")
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 
 NO_KEY = """\
@@ -59,17 +61,36 @@ def _flow_flags(p: argparse.ArgumentParser, *, timeout: float | None) -> None:
                         "stop) at the prompt; unanswered within --timeout, it stops. Default: no cap")
 
 
+def _go_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rounds", type=int, default=3, metavar="N",
+                   help="work rounds in all, each judged against the goal (default 3; 0 and 1 both mean one)")
+    p.add_argument("--no-goal", action="store_true", help="no goal and no judge: the run ends when the work does")
+    p.add_argument("--judge-can-run", action="store_true", help="the judge may run commands (never Write/Edit)")
+    p.add_argument("--isolate", action="store_true",
+                   help="each worker in a git worktree of its own (the workspace must be a git work tree)")
+    p.add_argument("--new", action="store_true",
+                   help="do not continue the last run here: its brief, goal and lineage move to notes/archive/")
+    p.add_argument("--clarify-only", action="store_true", help="only clarify the request, then stop")
+    p.add_argument("--no-trim", action="store_true",
+                   help="feed a resumed session its old large tool results whole (trimmed by default)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flower", description="Long-horizon agent runs on the Claude Agent SDK, in your terminal.",
         epilog='`flower "task"` is short for `flower go "task"`. While it runs: type a line to add to its '
                "inbox, a number to answer a question, ?question for the oracle, Ctrl-C to interrupt.")
-    sub = parser.add_subparsers(dest="cmd", metavar="{go,once,demo}")
+    sub = parser.add_subparsers(dest="cmd", metavar="{go,run,once,demo}")
 
     go = sub.add_parser("go", help="clarify → set goals → work, judged (the default)")
     go.add_argument("task", nargs="?", default=None, help="what you want done")
     _flow_flags(go, timeout=1800.0)
+    _go_flags(go)
     _common(go)
+
+    run = sub.add_parser("run", help="run a Workflow you wrote: MODULE:ATTR or FILE.py:ATTR (called if callable)")
+    run.add_argument("target", help="e.g. flows.py:main or mypkg.flows:build")
+    _common(run)
 
     once = sub.add_parser("once", help="one agent step, no workflow, no interaction")
     once.add_argument("prompt")
@@ -77,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     once.add_argument("-i", "--instructions", default="", help="appended to Claude Code's system prompt")
     once.add_argument("-p", "--permission-mode", default="default", choices=PERMISSION_MODES)
     once.add_argument("-b", "--budget", type=float, default=None, metavar="USD", help="cost cap in dollars")
+    once.add_argument("--resume", default=None, metavar="SESSION_ID", help="go on with this stored session")
+    once.add_argument("--fork", action="store_true", help="with --resume: branch off a new session instead")
     _common(once)
 
     demo = sub.add_parser("demo", help="the offline demo: a local model double, no API key")
@@ -130,9 +153,14 @@ async def _once(args: argparse.Namespace) -> int:
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     spec = AgentSpec(name="ad-hoc", system_prompt=args.instructions, allowed_tools=tools,
                      permission_mode=args.permission_mode, max_budget_usd=args.budget)
+    if args.fork and not args.resume:
+        raise UsageError("flower: --fork branches off a stored session; give it with --resume SESSION_ID.")
     rt = Runtime(workspace=workspace, run_dir=Path(args.run_dir), resilience=bridge_resilience())
     try:
-        result = await rt.run(spec, args.prompt, step_name="ad-hoc", on_event=render)
+        if args.resume and not rt.has_session(args.resume):
+            raise UsageError(f"flower: no session {args.resume} is stored for {workspace} under {args.run_dir}.")
+        result = await rt.run(spec, args.prompt, step_name="ad-hoc", resume=args.resume, fork=args.fork,
+                              on_event=render)
     finally:
         rt.close()
     if not result.ok and result.error:
@@ -159,7 +187,19 @@ async def _go(args: argparse.Namespace) -> int:
     return await run_starter(args.task, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir),
                              timeout_s=args.timeout, max_asks=None if args.asks < 0 else args.asks,
                              window=args.window, handoff=not args.no_handoff, budget_usd=args.budget,
-                             approve=args.approve)
+                             approve=args.approve, rounds=args.rounds, goal=not args.no_goal,
+                             clarify_only=args.clarify_only, new=args.new, isolate=args.isolate,
+                             judge_can_run=args.judge_can_run, trim=not args.no_trim)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from bots.flow_target import TargetError, load_target
+
+    try:
+        wf = load_target(args.target)
+    except TargetError as exc:
+        raise UsageError(str(exc)) from exc
+    return await drive_workflow(wf, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         if args.cmd == "once":
             return asyncio.run(_once(args))
+        if args.cmd == "run":
+            return asyncio.run(_run(args))
         if args.task is None:
             args.task = _ask_for_task()  # empty is fine when this workspace has a brief to wake from
         return asyncio.run(_go(args))

@@ -1,4 +1,4 @@
-"""One starter run driven through the terminal front end: `flower go` and `flower demo` both end here."""
+"""A workflow driven through the terminal front end: `flower go`, `flower run` and `flower demo` end here."""
 
 from __future__ import annotations
 
@@ -41,11 +41,13 @@ def approvals_of(approve: str) -> dict[str, Any] | None:
 
 async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: float, max_asks: int | None,
                       window: int | None, handoff: bool, env: dict[str, str] | None = None,
-                      render: Render | None = None, budget_usd: float | None = None, approve: str = "") -> int:
+                      render: Render | None = None, budget_usd: float | None = None, approve: str = "",
+                      rounds: int = 3, goal: bool = True, clarify_only: bool = False, new: bool = False,
+                      isolate: bool = False, judge_can_run: bool = False, trim: bool = True) -> int:
     """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code.
-    ``approve``: the tools to ask about at the prompt before they run ("bash,edits")."""
-    from adapters.transport.engine import bridge_resilience
-    from flower_core import BudgetError, Oracle, Runtime, starter_flow
+    ``approve``: the tools to ask about at the prompt before they run ("bash,edits"). ``rounds`` … ``judge_can_run``
+    go to starter_flow; ``trim`` to the Runtime (on by default here, as the original's `go`)."""
+    from flower_core import BudgetError, starter_flow
 
     render = render or Render()
     check_budget(budget_usd)
@@ -53,23 +55,47 @@ async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: f
     workspace.mkdir(parents=True, exist_ok=True)
     try:
         wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks,
-                          budget_usd=budget_usd, approvals=approvals)
+                          budget_usd=budget_usd, approvals=approvals, rounds=rounds, goal=goal,
+                          clarify_only=clarify_only, new=new, isolate=isolate, judge_can_run=judge_can_run)
     except BudgetError as exc:
         raise UsageError(f"flower: {exc}") from exc
-    except ValueError as exc:  # no task and no earlier brief to wake from
-        raise UsageError('flower: nothing to do here. Give it a task, e.g. flower "add a --json flag to the '
-                         'report", or run it in a workspace with an earlier brief to continue.') from exc
+    except ValueError as exc:
+        if isolate and "git" in str(exc):  # --isolate outside a git work tree: say so, touch nothing
+            raise UsageError(f"flower: {exc}") from exc
+        raise _nothing_to_do() from exc
     if timeout_s > 0 and not (sys.stdin is not None and sys.stdin.isatty()):
         render.say("! stdin is not a terminal: nobody can answer questions here. Add --timeout 0 to let it "
                    "decide for itself.", "warn")
-    runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": wf.workbench,
-                                      "handoff": handoff, "env": env, "resilience": bridge_resilience()}
+    return await drive_workflow(wf, workspace=workspace, run_dir=run_dir, window=window, handoff=handoff, env=env,
+                                render=render, trim=trim)
+
+
+def _nothing_to_do() -> UsageError:
+    return UsageError('flower: nothing to do here. Give it a task, e.g. flower "add a --json flag to the '
+                      'report", or run it in a workspace with an earlier brief to continue.')
+
+
+async def drive_workflow(wf: Any, *, workspace: Path, run_dir: Path, window: int | None = None,
+                         handoff: bool = True, env: dict[str, str] | None = None, render: Render | None = None,
+                         trim: bool = False) -> int:
+    """A Runtime + Oracle for ``wf`` (its own workbench and channel, when it has them), driven through the
+    terminal: `flower go` and `flower run` both end here. Returns the exit code."""
+    from adapters.transport.engine import bridge_resilience
+    from flower_core import Oracle, Runtime
+
+    render = render or Render()
+    workspace.mkdir(parents=True, exist_ok=True)
+    workbench = getattr(wf, "workbench", None)
+    runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": workbench,
+                                      "handoff": handoff, "env": env, "resilience": bridge_resilience(),
+                                      "trim": trim}
     if window:
         runtime_kwargs["window"] = window
     rt = Runtime(**runtime_kwargs)
-    oracle = Oracle(workspace=workspace, run_dir=run_dir, workbench=wf.workbench, env=env, budget=wf.budget)
+    oracle = Oracle(workspace=workspace, run_dir=run_dir, workbench=workbench, env=env,
+                    budget=getattr(wf, "budget", None))
     try:
-        return await Controller(rt, render, channel=wf.channel, oracle=oracle).drive(wf)
+        return await Controller(rt, render, channel=getattr(wf, "channel", None), oracle=oracle).drive(wf)
     finally:
         oracle.close()
         rt.close()

@@ -81,6 +81,12 @@ _EXPORTS: dict[str, str] = {
     "workbench_hooks": "flower_core.guards",
     "merge_hooks": "flower_core.guards",
     "is_ephemeral": "flower_core.guards",
+    "TrimmingSessionStore": "flower_core.trimming",
+    "TrimPolicy": "flower_core.trimming",
+    "EphemeralPolicy": "flower_core.trimming",
+    "trim_report": "flower_core.trimming",
+    "PruningSessionStore": "flower_core.pruning",
+    "PrunePolicy": "flower_core.pruning",
     "endpoint": "flower_core.probe",
     "reachable": "flower_core.probe",
 }
@@ -92,16 +98,86 @@ _ALIASES: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
-    "BRIEF_KEY", "CLARIFIER_RULES", "CLARIFY_RESUME", "COORDINATOR_RULES", "EVENT_KINDS", "GOAL_KEY", "JUDGE_RULES",
-    "MISSING_KEY", "ORACLE_RULES", "ROUND_KEY", "VERDICT_KEY", "WORKER_RULES", "AgentSpec", "Ask", "AskState",
-    "Brief", "Budget", "BudgetError", "CompactPolicy", "Event", "EventKind", "Goal", "Handoff", "HandoffPolicy",
-    "HumanChannel", "Lineage", "Mail", "Manifest", "ModelDouble", "Oracle", "ParkPolicy", "RedisSessionStore",
-    "Resilience", "Runtime", "SQLiteSessionStore", "SqliteSessionStore", "Step", "StepAbort", "StepResult",
-    "Verdict", "Workbench", "Workflow", "build_options", "clarify", "clarify_step", "classify", "cli_env",
-    "coordinator", "default_window", "delegate_guard", "endpoint", "goal_step", "has_credentials", "index_guard",
-    "is_ephemeral", "isolate_guard", "isolated", "json_safe", "judge", "load_scenario", "merge_hooks", "next_round",
-    "normalize", "oracle", "reachable", "resolve_env", "spill_guard", "starter_flow", "wake_state",
-    "wants_isolation", "whitelist_guard", "with_goal", "workbench_hooks", "worker"
+    "BRIEF_KEY",
+    "CLARIFIER_RULES",
+    "CLARIFY_RESUME",
+    "COORDINATOR_RULES",
+    "EVENT_KINDS",
+    "GOAL_KEY",
+    "JUDGE_RULES",
+    "MISSING_KEY",
+    "ORACLE_RULES",
+    "ROUND_KEY",
+    "VERDICT_KEY",
+    "WORKER_RULES",
+    "AgentSpec",
+    "Ask",
+    "AskState",
+    "Brief",
+    "Budget",
+    "BudgetError",
+    "CompactPolicy",
+    "EphemeralPolicy",
+    "Event",
+    "EventKind",
+    "Goal",
+    "Handoff",
+    "HandoffPolicy",
+    "HumanChannel",
+    "Lineage",
+    "Mail",
+    "Manifest",
+    "ModelDouble",
+    "Oracle",
+    "ParkPolicy",
+    "PrunePolicy",
+    "PruningSessionStore",
+    "RedisSessionStore",
+    "Resilience",
+    "Runtime",
+    "SQLiteSessionStore",
+    "SqliteSessionStore",
+    "Step",
+    "StepAbort",
+    "StepResult",
+    "TrimPolicy",
+    "TrimmingSessionStore",
+    "Verdict",
+    "Workbench",
+    "Workflow",
+    "build_options",
+    "clarify",
+    "clarify_step",
+    "classify",
+    "cli_env",
+    "coordinator",
+    "default_window",
+    "delegate_guard",
+    "endpoint",
+    "goal_step",
+    "has_credentials",
+    "index_guard",
+    "is_ephemeral",
+    "isolate_guard",
+    "isolated",
+    "json_safe",
+    "judge",
+    "load_scenario",
+    "merge_hooks",
+    "next_round",
+    "normalize",
+    "oracle",
+    "reachable",
+    "resolve_env",
+    "spill_guard",
+    "starter_flow",
+    "trim_report",
+    "wake_state",
+    "wants_isolation",
+    "whitelist_guard",
+    "with_goal",
+    "workbench_hooks",
+    "worker"
 ]
 
 if TYPE_CHECKING:
@@ -137,6 +213,7 @@ if TYPE_CHECKING:
     from flower_core.manifest import Manifest
     from flower_core.oracle import Oracle
     from flower_core.probe import endpoint, reachable
+    from flower_core.pruning import PrunePolicy, PruningSessionStore
     from flower_core.redis_store import RedisSessionStore
     from flower_core.rounds import next_round
     from flower_core.runtime import HandoffPolicy, Resilience, Runtime, StepResult, classify, default_window
@@ -159,6 +236,7 @@ if TYPE_CHECKING:
         oracle,
         worker,
     )
+    from flower_core.trimming import EphemeralPolicy, TrimmingSessionStore, TrimPolicy, trim_report
     from flower_core.workbench import Workbench
     from flower_core.workflow import Step, StepAbort, Workflow
 

@@ -161,9 +161,10 @@ def with_goal(step: Step, channel: Any, *, goal_path: str | Path, spec: AgentSpe
         ask = await _ask(channel, UNREACHABLE_ASK.format(reason=verdict.reason or "(没有说明)"), [ACCEPT, AMEND])
         if getattr(ask, "state", "") != "answered":
             raise StepAbort(f"目标无法达成,且无人应答:{verdict.reason}")
-        if ask.answer == ACCEPT:
+        choice = _choice(ask.answer)
+        if choice == ACCEPT:
             return True
-        if ask.answer == AMEND:
+        if choice == AMEND:
             extra = await _ask(channel, AMEND_ASK)
             if getattr(extra, "state", "") == "answered" and extra.answer.strip():
                 goal.amend(extra.answer).write(goal_path)
@@ -177,6 +178,15 @@ def with_goal(step: Step, channel: Any, *, goal_path: str | Path, spec: AgentSpe
         return verdict.feedback() if isinstance(verdict, Verdict) else ""
 
     return dataclasses.replace(step, retries=max(0, rounds - 1), gate=gate, on_reject=on_reject)
+
+
+def _choice(answer: str) -> str:
+    """ACCEPT or AMEND when the person's words pick one (a click, or typed words that start like it), else ""."""
+    said = (answer or "").strip().lower()
+    for option, starts in ((ACCEPT, ("接受", "accept")), (AMEND, ("修改目标", "改目标", "amend"))):
+        if said == option or said.startswith(starts):
+            return option
+    return ""
 
 
 def _desk(workspace: str | Path, isolate: bool) -> Path:

@@ -35,6 +35,9 @@ VERDICT_SECTIONS: dict[str, tuple[str, ...]] = {
     "failed": ("未通过", "未通过项", "没通过", "not passed", "failed", "failing"),
 }
 
+# A Verdict's three states (the original flower's names for them).
+ACHIEVED, NOT_YET, UNREACHABLE = "achieved", "not_yet", "unreachable"
+
 # Longest first, so "未达成" is not read as "达成" and "not achieved" not as "achieved".
 _STATE_WORDS: list[tuple[str, str]] = sorted([
     *[(w, "unreachable") for w in ("无法达成", "达不到", "不可达", "unreachable", "无法验证", "没法验证", "验证不了",
@@ -208,10 +211,12 @@ class Verdict:
 
     def feedback(self) -> str:
         """What goes back to the worker: what is still missing, never how to do it."""
-        lines = [f"- {item}" for item in self.failed] or ([f"- {self.reason.strip()}"] if self.reason.strip() else [])
-        listed = "\n".join(lines) or "- (the judge listed nothing; read the goal's checklist again)"
+        why = f"Why: {self.reason.strip()}\n" if self.reason.strip() else ""
+        listed = "\n".join(f"- {item}" for item in self.failed) or (
+            "- (the judge listed nothing; read the goal's checklist again)" if not why else "")
+        missing = f"Still missing:\n{listed}\n" if listed else ""
         return ("An independent judge checked this round against the goal: not achieved yet.\n"
-                f"Still missing:\n{listed}\nContinue from where you are and close these gaps, then report again.")
+                f"{why}{missing}Continue from where you are and close these gaps, then report again.")
 
 
 def _state_of(text: str) -> str:

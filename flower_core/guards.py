@@ -32,6 +32,7 @@ WRITE_ONLY = "Write|Edit|NotebookEdit"
 BULKY = "Bash|Read|Grep|Glob|WebFetch|WebSearch"
 SPILL_HEAD = 400
 _MARK = "_flower_isolate"
+_SPILL_MARK = "_flower_spill"
 
 # Read-only verbs a coordinator may run itself; each segment of a compound command must be one.
 _GIT_READ = {"status", "diff", "log", "show", "branch", "rev-parse", "remote", "describe", "tag", "ls-files",
@@ -189,7 +190,13 @@ def spill_guard(workbench: Workbench, *, threshold: int = 4000, tools: str = BUL
             return {}
         return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": new}}
 
+    setattr(hook, _SPILL_MARK, True)  # so the runtime does not add a second one (is_spill_guard)
     return HookMatcher(matcher=tools, hooks=[hook])
+
+
+def is_spill_guard(matcher: Any) -> bool:
+    """Is this hook matcher one ``spill_guard`` made?"""
+    return any(getattr(h, _SPILL_MARK, False) for h in getattr(matcher, "hooks", None) or [])
 
 
 def isolated(agent: AgentDefinition, flag: bool = True) -> AgentDefinition:

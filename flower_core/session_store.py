@@ -61,6 +61,12 @@ CREATE TABLE IF NOT EXISTS summaries (
 """
 
 
+async def stored_entries(store: Any, key: SessionKey) -> list[dict[str, Any]]:
+    """A session's entries as stored, from any store (ours say so through ``load_stored``)."""
+    read = store.load_stored if isinstance(store, SessionLookups) else store.load
+    return [dict(e) for e in await read(key) or []]
+
+
 def newest_context(entries_newest_first: Iterable[Mapping[str, Any]]) -> int:
     """The context size of the newest real main-thread assistant turn among these entries (0: none)."""
     for entry in entries_newest_first:
@@ -94,6 +100,11 @@ class SessionLookups:
     def _tail(self, project_key: str, session_id: str, scan: int) -> Iterable[Mapping[str, Any]]:
         """The main transcript's last ``scan`` entries, newest first."""
         raise NotImplementedError
+
+    async def load_stored(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """The transcript exactly as stored. ``load()`` is what a resume is fed, which a store may rewrite
+        (trimming.py, pruning.py); the runtime's own readers (parking, cut-off calls) want this."""
+        return await cast(SessionStore, self).load(key)
 
     def has_session(self, session_id: str, *, project_key: str | None = None) -> bool:
         """Is this session's main transcript stored (under ``project_key``, or under any project)?"""
@@ -218,6 +229,9 @@ class SQLiteSessionStore(SessionLookups, SessionStore):
                        (pk, sid, mtime, json.dumps(folded["data"], ensure_ascii=False)))
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        return await self.load_stored(key)
+
+    async def load_stored(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         pk, sid, sub = key["project_key"], key["session_id"], key.get("subpath") or ""
         with self._lock:
             known = self._db.execute("SELECT 1 FROM transcripts WHERE project_key=? AND session_id=? AND subpath=?",

@@ -2,10 +2,13 @@
 
 A ``Step`` is a declaration: running it is one ``Runtime.run`` (one session). ``ctx`` is the
 workflow's plain dict: after a step passes, ``ctx[step.name]`` holds ``step.reduce(result, ctx)``
-or the main-thread text; the full ``StepResult`` is in ``wf.results[step.name]``. The only key the
-workflow itself writes is ``ctx["_failed_at"]`` (the step that failed with ``on_fail="stop"``);
-all other bookkeeping stays on the Workflow object (``results``, ``sessions``, ``wake``,
-``aborted``) and, across processes, in ``<run_dir>/lineage.json`` (see lineage.py).
+or the main-thread text; the full ``StepResult`` is in ``wf.results[step.name]``. The keys the
+workflow itself writes start with ``_``, as the original flower's: ``_failed_at`` (the step that
+failed with ``on_fail="stop"``), ``_sessions`` / ``_results`` (the very dicts ``wf.sessions`` /
+``wf.results``),
+``_runtime``, ``_on_event``, ``_lineage`` (None when not continuous), ``_woke`` (which wake this
+is, ``wf.wake``) and ``_aborted`` (a gate's StepAbort message). Across processes the bookkeeping is in
+``<run_dir>/lineage.json`` (see lineage.py).
 
 | outcome                         | ctx[name]                     | run goes on |
 |---------------------------------|-------------------------------|-------------|
@@ -40,6 +43,8 @@ T = TypeVar("T")
 
 ON_FAIL = ("stop", "skip", "continue")
 FAILED_AT = "_failed_at"
+SESSIONS, RESULTS, RUNTIME, ON_EVENT, LINEAGE, ABORTED, WOKE = (
+    "_sessions", "_results", "_runtime", "_on_event", "_lineage", "_aborted", "_woke")
 
 
 class StepAbort(Exception):
@@ -59,11 +64,12 @@ class Step:
     name: str
     spec: Any
     prompt: Prompt
-    on_fail: str = "stop"
+    # The original flower's field order: resume_from is the fourth positional field.
     resume_from: str | None = None
     fork: bool = False
     retries: int = 0
     gate: Callable[[Any, Ctx], bool | Awaitable[bool]] | None = None
+    on_fail: str = "stop"
     when: Callable[[Ctx], bool | Awaitable[bool]] | None = None
     on_reject: Callable[[Any, Ctx], str | Awaitable[str]] | None = None
     resume_prompt: Prompt | None = None
@@ -155,12 +161,18 @@ class Workflow:
         if self.budget is not None:
             self.budget.bind(runtime=runtime, channel=self.channel, on_event=on_event)
         lineage = self._open_lineage(runtime)
+        # The original flower's private keys, its meaning: the dicts the loop writes (the same objects as
+        # self.sessions / self.results), the runtime and event sink a gate may use, the lineage file.
+        ctx.pop(ABORTED, None)
+        ctx.update({SESSIONS: self.sessions, RESULTS: self.results, RUNTIME: runtime, ON_EVENT: on_event,
+                    LINEAGE: lineage})
         woken: dict[str, str] = {}
         if lineage is not None:
             self.wake = lineage.bump()
             woken = {n: sid for n, sid in lineage.steps.items() if _alive(runtime, sid)}
         else:
             self.wake += 1
+        ctx[WOKE] = self.wake
         token = _CURRENT.set(WorkflowRun(self, runtime, on_event, self.wake))
         try:
             total = len(self.steps)
@@ -216,6 +228,7 @@ class Workflow:
                 passed = await self._judge(step, result, ctx)
             except StepAbort as exc:  # another round will not help: keep the remaining retries
                 self.aborted, passed = str(exc) or type(exc).__name__, False
+                ctx[ABORTED] = self.aborted
                 break
             if passed or attempt == step.retries:
                 break

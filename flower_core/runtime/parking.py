@@ -45,6 +45,7 @@ from flower_core.runtime.parked import (
     result_entry,
 )
 from flower_core.runtime.resume import close_cut_off, cut_off_event, with_kept_mail
+from flower_core.session_store import stored_entries
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry
@@ -277,11 +278,11 @@ class Parking:
     async def _adopt(self, sid: str, state: StepState, channel: Any) -> ParkRecord | None:
         """A record for a session that ends on the channel's ask call and nothing else (None otherwise)."""
         try:
-            entries = [dict(e) for e in await self.store.load(self._key(sid)) or []]
+            entries = await stored_entries(self.store, self._key(sid))
             cut = interrupted_call(entries, channel.tool_name)
             if cut is not None:  # stopped mid-question: the CLI's rejection of the call goes, as on a park
                 self.store.truncate_after(sid, cut, project_key=self.project_key())
-                entries = [dict(e) for e in await self.store.load(self._key(sid)) or []]
+                entries = await stored_entries(self.store, self._key(sid))
         except Exception:
             return None
         found = last_open_call(entries, channel.tool_name)
@@ -366,7 +367,7 @@ class Parking:
         """The call's turn in the stored session if nothing answered it; ``cut`` first drops what follows it."""
         key = self._key(sid)
         try:
-            entries = [dict(e) for e in await self.store.load(key) or []]
+            entries = await stored_entries(self.store, key)
             if cut:
                 call = call_entry(entries, call_id)
                 if call is None or not isinstance(call.get("uuid"), str):

@@ -20,6 +20,7 @@ from flower_core.events import Event
 from flower_core.runtime.parked import result_entry
 from flower_core.runtime.transcript import CUT_OFF_SAFE, CUT_OFF_UNSAFE, CutOff, cut_off_calls
 from flower_core.sdk_events import tool_summary
+from flower_core.session_store import stored_entries
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry
@@ -29,7 +30,7 @@ async def close_cut_off(store: Any, key: SessionKey) -> list[CutOff]:
     """Answer every cut-off call of a stored session with a result saying it was cut off (an error
     result, chained after the session's last entry), so the resumed model decides whether to run it
     again: a shell command or an edit is never re-run blindly, nor silently dropped. Returns them."""
-    entries = [dict(e) for e in await store.load(key) or []]
+    entries = await stored_entries(store, key)
     cut = cut_off_calls(entries)
     if not cut:
         return []

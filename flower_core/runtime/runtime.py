@@ -44,7 +44,7 @@ from flower_core.runtime.permission import take_decisions
 from flower_core.runtime.resilience import FATAL, Resilience, classify, is_network_error
 from flower_core.runtime.results import StepResult
 from flower_core.runtime.transcript import SessionFacts, ask_calls, human_inputs
-from flower_core.session_store import SQLiteSessionStore
+from flower_core.session_store import stored_entries
 from flower_core.spec import AgentSpec, build_options, resolve_env
 from flower_core.workbench import Workbench
 
@@ -97,7 +97,8 @@ class Runtime(StepBooks):
         self.on_session = on_session
         # A caller's store (e.g. RedisSessionStore shared by workers) stays the caller's: close() leaves it open.
         self._owns_store = session_store is None
-        self.store: Any = SQLiteSessionStore(self.run_dir / "sessions.db") if session_store is None else session_store
+        self.store: Any = (self.load.store(self.run_dir / "sessions.db", self.workspace) if session_store is None
+                           else session_store)
         self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.manifest = Manifest(self.manifest_path, self.run_id)
         self.results: list[StepResult] = []
@@ -137,8 +138,7 @@ class Runtime(StepBooks):
         """What the stored sessions say reached the model (see transcript.py); unknown ids add nothing."""
         facts = SessionFacts()
         for sid in dict.fromkeys(s for s in session_ids if s):
-            entries = [dict(e) for e in await self.store.load({"project_key": self.project_key, "session_id": sid})
-                       or []]
+            entries = await stored_entries(self.store, {"project_key": self.project_key, "session_id": sid})
             facts.inputs += human_inputs(entries)
             facts.asks += ask_calls(entries, ask_tool)
         return facts
@@ -375,8 +375,7 @@ class Runtime(StepBooks):
             effective = replace(effective, max_budget_usd=None)
         elif limit is not None:  # the CLI stops at the message that reaches what is left of the cap
             effective = replace(effective, max_budget_usd=limit.usd)
-        if not self.portable and not effective.setting_sources:
-            effective = replace(effective, setting_sources=["project"])
+        effective = self.load.shaped(effective, self.workbench)
         resume_at, state.resume_at = (state.resume_at, None) if resume and not writing else (None, state.resume_at)
         options = build_options(effective, cwd=self.workspace, env=self.env, resume=resume, fork=fork,
                                 resume_at=resume_at, session_store=self.store, stderr=self.cli_stderr.append)

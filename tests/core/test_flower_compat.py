@@ -239,8 +239,6 @@ async def test_coordinator_and_worker_example(double_factory: Any, cli_home: Pat
     assert (project / "report.txt").is_file()  # the same wall lets the worker (a subagent) write
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 24 item 4: Workflow keeps no private keys in ctx, so ctx['_sessions'] is a KeyError")
 async def test_own_workflow_example(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
     md = await double_factory(scenario_of(conv("word", "seed.txt", {"say": "花"}),
                                           conv("sentence", "造一个", {"say": "花开满山坡"})))
@@ -434,6 +432,15 @@ def test_brief_round_trips_and_reports_missing_sections_by_their_chinese_names(t
 def test_verdict_reads_three_outcomes_and_ambiguity_is_not_achieved(text: str, state: str) -> None:
     verdict = Verdict.parse(text)
     assert verdict.state == state and verdict.ok is bool(state) and verdict.achieved is (state == "achieved")
+
+
+def test_verdict_feedback_carries_the_reason_and_the_failed_checks() -> None:
+    from flower_core.goals import ACHIEVED, NOT_YET, UNREACHABLE
+
+    assert (ACHIEVED, NOT_YET, UNREACHABLE) == ("achieved", "not_yet", "unreachable")
+    feedback = Verdict.parse("结论:未达成\n理由:少了列表\n未通过:\n- 输出含 <h1>").feedback()
+    assert "少了列表" in feedback and "- 输出含 <h1>" in feedback and "Continue" in feedback
+    assert "overruled: go on" in Verdict(state="not_yet", reason="overruled: go on").feedback()
 
 
 def test_goal_amend_appends_and_unverifiable_checks_are_listed() -> None:

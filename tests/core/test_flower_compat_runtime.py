@@ -192,7 +192,7 @@ def test_runtime_takes_the_originals_store_and_spill_knobs(tmp_path: Path) -> No
             True, False, True, 1, 4000)
     finally:
         plain.close()
-    for bad in ({"keep_denials": -1}, {"keep_denials": 1.5}, {"spill_threshold": 0}, {"spill_threshold": "big"}):
+    for bad in ({"keep_denials": -1}, {"keep_denials": 1.5}, {"spill_threshold": -1}, {"spill_threshold": "big"}):
         with pytest.raises(ValueError):
             Runtime(workspace=tmp_path / "ws", run_dir=tmp_path / "runs3", **bad)
     assert not (tmp_path / "runs3").exists()  # bad input changes nothing

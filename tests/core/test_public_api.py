@@ -22,8 +22,7 @@ def test_importing_event_does_not_load_the_sdk() -> None:
     assert out.stdout.strip() == "False"
 
 
-# The original flower's 62 top-level names (its docs/en/reference/api.md); the six left out are
-# its trimming/pruning session stores, listed as missing in docs/coming-from-flower.md.
+# The original flower's 62 top-level names (its docs/en/reference/api.md); all are exported now.
 ORIGINAL_NAMES = """
 Runtime StepResult Step Workflow StepAbort clarify_step goal_step with_goal starter_flow wake_state BRIEF_KEY
 MISSING_KEY CLARIFY_RESUME GOAL_KEY VERDICT_KEY ROUND_KEY coordinator worker clarify judge oracle COORDINATOR_RULES
@@ -33,8 +32,7 @@ isolated wants_isolation workbench_hooks merge_hooks Workbench SqliteSessionStor
 PruningSessionStore TrimPolicy EphemeralPolicy PrunePolicy is_ephemeral trim_report Resilience classify endpoint
 reachable Event normalize Ask HumanChannel Lineage
 """.split()
-NOT_YET = {"TrimmingSessionStore", "PruningSessionStore", "TrimPolicy", "EphemeralPolicy", "PrunePolicy",
-           "trim_report"}
+NOT_YET: set[str] = set()
 
 
 def test_the_original_flowers_names_are_exported() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,11 @@ from tests.conftest import scenario_of
 from tests.support.workflow_support import Events, Steps, make_runtime, spec
 
 FAIL_FOREVER = {"say": "never", "fault": {"kind": "http", "status": 500, "persistent": True}}
+
+
+def outputs(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The step outputs in ctx, without the workflow's own ``_`` keys."""
+    return {k: v for k, v in ctx.items() if not k.startswith("_")}
 
 
 def conv(name: str, *turns: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +40,11 @@ async def test_stop_records_failed_at_and_runs_nothing_after(double_factory: Any
         ctx = await wf.run(rt, on_event=events, on_step=steps)
     finally:
         rt.close()
-    assert ctx == {"s1": "first answer", "_failed_at": "s2"}  # no private bookkeeping in ctx
+    assert outputs(ctx) == {"s1": "first answer"} and ctx["_failed_at"] == "s2"
+    # The original flower's private keys: the loop's own dicts, the runtime, the sink.
+    assert ctx["_sessions"] is wf.sessions and ctx["_results"] is wf.results and "s1" in wf.sessions
+    assert ctx["_runtime"] is rt and ctx["_on_event"] is events and ctx["_lineage"] is not None
+    assert ctx["_woke"] == wf.wake == 1
     assert steps.ok() == {"s1": True, "s2": False}
     assert "API Error" in (steps.seen[1][1].error or "")
     assert [(n, p["index"], p["total"], p["woke"]) for n, p in events.steps()] == [("s1", 1, 3, False),
@@ -61,7 +71,7 @@ async def test_skip_and_continue_go_on(double_factory: Any, cli_home: Path, tmp_
     finally:
         rt.close()
     assert steps.ok() == {"s1": False, "s2": False, "s3": True}
-    assert ctx == {"s2": "partial work", "s3": "third done"}
+    assert outputs(ctx) == {"s2": "partial work", "s3": "third done"}
     assert "s1=absent s2=partial work" in md.model_requests("three")[0].first_user_text
 
 
@@ -142,3 +152,11 @@ def test_lineage_is_absent_when_foreign_or_corrupt(tmp_path: Path) -> None:
     assert Lineage.open(runs, tmp_path / "elsewhere").steps == {}
     (runs / "lineage.json").write_text("{not json", encoding="utf-8")
     assert Lineage.open(runs, tmp_path / "ws").steps == {}
+
+
+def test_step_fields_come_in_the_original_flowers_order() -> None:
+    step = Step("b", spec(), "go on", "a")  # the fourth positional field is resume_from
+    assert (step.resume_from, step.on_fail, step.fork) == ("a", "stop", False)
+    assert [f.name for f in dataclasses.fields(Step)] == [
+        "name", "spec", "prompt", "resume_from", "fork", "retries", "gate", "on_fail", "when", "on_reject",
+        "resume_prompt", "reduce"]

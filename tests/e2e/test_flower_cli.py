@@ -215,3 +215,105 @@ def test_approve_takes_short_names_and_rules_and_refuses_a_bad_one() -> None:
     assert approvals_of("") is None and build_parser().parse_args(["go", "x"]).approve == ""
     with pytest.raises(UsageError, match="--approve: not a tool rule"):
         approvals_of("bash,rm -rf")
+
+
+async def flower(tmp_path: Path, md: Any, *args: str, cwd: Path = ROOT) -> tuple[int, str, str]:
+    """`python -m bots.flower_cli ARGS` against the model double, stdin closed; (code, stdout, stderr)."""
+    env = clean_env(tmp_path)
+    env.update(md.env(tmp_path / ".claude"))
+    env["PYTHONPATH"] = str(ROOT)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bots.flower_cli", *args, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    return int(proc.returncode or 0), out.decode(), err.decode()
+
+
+FLOWS = '''
+from flower_core import AgentSpec, Step, Workflow
+
+terse = AgentSpec("terse", "answer in one line", max_turns=3)
+
+
+def main():
+    return Workflow([Step("pick", terse, "pick a word"),
+                     Step("use", terse, lambda ctx: f"make a sentence with {ctx['pick']}")])
+'''
+
+
+async def test_run_loads_a_workflow_from_a_file_or_a_module_and_runs_it(tmp_path: Path, double_factory: Any) -> None:
+    md = await double_factory(scenario_of({"name": "pick", "match": "pick a word", "turn": [{"say": "tulip"}]},
+                                          {"name": "use", "match": "make a sentence", "turn": [{"say": "A tulip."}]}))
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "flows.py").write_text(FLOWS, encoding="utf-8")
+    ws = tmp_path / "ws"
+    code, out, err = await flower(tmp_path, md, "run", "flows.py:main", "-w", str(ws), "-r", str(ws / "runs"),
+                                  cwd=project)
+    assert code == 0, (out[-2000:], err[-2000:])
+    assert "=== pick (1/2) ===" in out and "=== use (2/2) ===" in out and "+ finished" in out
+    assert "make a sentence with tulip" in md.model_requests("use")[0].first_user_text
+    assert [r["step"] for r in manifest(ws)] == ["pick", "use"]
+    # The module form, and a target that names nothing: a usage error naming what was looked for.
+    code, out, err = await flower(tmp_path, md, "run", "flows:main", "-w", str(ws), "-r", str(ws / "runs2"),
+                                  cwd=project)
+    assert code == 0, err[-2000:]
+    for bad, says in (("flows.py:nothing", "has no attribute 'nothing'"), ("nowhere:main", "no module 'nowhere'"),
+                      ("flows.py", "not MODULE:ATTRIBUTE")):
+        code, out, err = await flower(tmp_path, md, "run", bad, "-w", str(ws), cwd=project)
+        assert code == 2 and says in err, (bad, err)
+
+
+async def test_once_resumes_and_forks_a_stored_session(tmp_path: Path, double_factory: Any) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "first reply"}, {"say": "second reply"}, {"say": "third reply"}]}))
+    ws, runs = tmp_path / "ws", tmp_path / "runs"
+    where = ("-w", str(ws), "-r", str(runs))
+    assert (await flower(tmp_path, md, "once", "first prompt", *where))[0] == 0
+    first = manifest_rows(runs)[-1]["session_id"]
+    code, _out, err = await flower(tmp_path, md, "once", "second prompt", "--resume", str(first), *where)
+    assert code == 0, err[-2000:]
+    history = json.dumps(md.model_requests()[-1].body["messages"], ensure_ascii=False)
+    assert "first prompt" in history and "first reply" in history and "second prompt" in history
+    assert manifest_rows(runs)[-1]["session_id"] == first
+    code, _out, err = await flower(tmp_path, md, "once", "third prompt", "--resume", str(first), "--fork", *where)
+    assert code == 0, err[-2000:]
+    forked = manifest_rows(runs)[-1]["session_id"]
+    assert forked and forked != first and "second reply" in json.dumps(md.model_requests()[-1].body["messages"])
+    code, _out, err = await flower(tmp_path, md, "once", "x", "--fork", *where)
+    assert code == 2 and "--resume" in err
+    code, _out, err = await flower(tmp_path, md, "once", "x", "--resume", "no-such-session", *where)
+    assert code == 2 and "no session no-such-session" in err
+
+
+async def test_go_clarify_only_and_isolate_outside_git(tmp_path: Path, double_factory: Any) -> None:
+    md = await double_factory("demo")
+    ws = tmp_path / "ws"
+    code, out, err = await flower(tmp_path, md, "write a greeting note", "--timeout", "0", "--clarify-only",
+                                  "-w", str(ws), "-r", str(ws / "runs"))
+    assert code == 0, (out[-2000:], err[-2000:])
+    assert [r["step"] for r in manifest(ws)] == ["clarify"] and "=== clarify (1/1) ===" in out
+    plain = tmp_path / "not-git"
+    code, out, err = await flower(tmp_path, md, "do it", "--timeout", "0", "--isolate", "-w", str(plain),
+                                  "-r", str(plain / "runs"))
+    assert code == 2 and "git" in err
+    assert not (plain / "runs").exists() and not (plain / ".flower").exists()
+
+
+def manifest_rows(runs: Path) -> list[dict[str, Any]]:
+    return json.loads((runs / "manifest.json").read_text(encoding="utf-8"))
+
+
+def test_go_takes_the_originals_flags() -> None:
+    p = build_parser()
+    args = p.parse_args(with_default_command(["fix it", "--rounds", "5", "--no-goal", "--judge-can-run", "--isolate",
+                                              "--new", "--clarify-only", "--no-trim"], p))
+    assert (args.rounds, args.no_goal, args.judge_can_run, args.isolate, args.new, args.clarify_only,
+            args.no_trim) == (5, True, True, True, True, True, True)
+    plain = p.parse_args(["go", "x"])
+    assert (plain.rounds, plain.no_goal, plain.isolate, plain.new, plain.clarify_only, plain.no_trim) == (
+        3, False, False, False, False, False)
+    assert with_default_command(["run", "flows.py:main"], p) == ["run", "flows.py:main"]
+    assert with_default_command(["go", "run"], p) == ["go", "run"]
+    once = p.parse_args(["once", "hi", "--resume", "abc", "--fork"])
+    assert (once.resume, once.fork) == ("abc", True)
