@@ -9,7 +9,8 @@ holds another one — in the same script, so a holder that was replaced cannot s
 | take     | work entry -> me (XCLAIM), ``gen`` + 1, holder           | the entry is mine (new, resumed) |
 |          |                                                          | or its owner is dead (claim)     |
 | publish  | one event / step / hello on the events stream            | ``gen`` is still mine            |
-| end      | the end, XACK + XDEL of the work entry, ``ended``,       | ``gen`` is still mine            |
+| end      | the end (also kept as ``end``), XACK + XDEL of the work  | ``gen`` is still mine            |
+|          | entry, ``ended``,                                        |                                  |
 |          | expiries; every intent after the holder's cursor refused |                                  |
 |          | (settled moot, "the run had ended" replied), same script |                                  |
 | log      | one intent on the run's stream (the front's)             | the run has not ended            |
@@ -31,6 +32,7 @@ lost with Redis's data) is judged on the start alone; ``~released`` is dead by d
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,7 +110,9 @@ return 1
 """
 
 # KEYS: run hash, events, work, intents, settled. ARGV: gen, maxlen, group, entry id, keep_s, cursor (the
-# last intent the holder applied), reply key prefix, refusal reply, how refused ones settle, then fields.
+# last intent the holder applied), reply key prefix, refusal reply, how refused ones settle, the end message
+# as JSON, then its fields. The end is also kept in the run hash (``end``, ``end_id``): a front killed after it read the
+# end message and before its hub booked it finds it there when it follows the run again (redis_front.py).
 # An intent logged after the holder's cursor would otherwise be acknowledged by nobody and heard by nobody:
 # it is refused here, atomically with the end, so its sender learns the run had ended.
 _END = _CLOCK + """
@@ -128,10 +132,10 @@ for _, entry in ipairs(redis.call('XRANGE', KEYS[4], '(' .. ARGV[6], '+')) do
     late = late + 1
   end
 end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 10))
+local end_id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 11))
 redis.call('XACK', KEYS[3], ARGV[3], ARGV[4])
 redis.call('XDEL', KEYS[3], ARGV[4])
-redis.call('HSET', KEYS[1], 'holder', '', 'ended', '1')
+redis.call('HSET', KEYS[1], 'holder', '', 'ended', '1', 'end', ARGV[10], 'end_id', end_id)
 for _, i in ipairs({1, 4, 5}) do redis.call('EXPIRE', KEYS[i], ARGV[5]) end
 return 1 + late
 """
@@ -255,7 +259,7 @@ class Fence:
         flat = [part for kv in fields.items() for part in kv]
         return self._end(keys=[k.run(run_id), k.events, k.work, k.intents(run_id), k.settled(run_id)],
                          args=[gen, maxlen, wire.WORK_GROUP, entry_id, keep_s, cursor, k.reply(""), refusal,
-                               refused_as, *flat], client=pipe)
+                               refused_as, json.dumps(fields), *flat], client=pipe)
 
     async def settle(self, run_id: str, gen: int, iid: str, how: str) -> bool:
         return bool(await self._settle(keys=[self.keys.run(run_id), self.keys.settled(run_id)], args=[gen, iid, how]))

@@ -138,13 +138,31 @@ class RedisTransport:
             if held:
                 asyncio.get_running_loop().call_soon(self._dispatch_all, list(held))
             self._control(run_id, "sync")  # and where it is now: its step, its open questions
+            self._bg.spawn(self._ended_meanwhile(run_id))
         return RedisRun(self, run_id)
+
+    async def _ended_meanwhile(self, run_id: str) -> None:
+        """A run followed again after a restart may have ended with its end read (and acked) by the front that
+        died before its hub booked it: nobody holds it to say so again, so its end kept in the run hash is
+        passed on — unless the end message is still in the events stream, when this front's reader has it."""
+        raw, end_id = await persist("attach", lambda: self.redis.hmget(self.keys.run(run_id), "end", "end_id"))
+        if raw is None:
+            return
+        if end_id and await persist("attach", lambda: self.redis.xrange(self.keys.events, end_id, end_id)):
+            return
+        try:
+            fields = {str(k): str(v) for k, v in json.loads(raw).items()}
+        except (ValueError, AttributeError) as exc:
+            log.warning("run %s: its kept end is unreadable: %r", run_id, exc)
+            return
+        if self.runs.get(run_id) is not None:
+            self._dispatch(fields)
 
     async def _submit_run(self, run_id: str, fields: dict[str, str]) -> str:
         """The work entry (its id), the run no longer marked ended in the same transaction (a continued
         run takes intents again)."""
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hdel(self.keys.run(run_id), "ended")
+            pipe.hdel(self.keys.run(run_id), "ended", "end", "end_id")
             pipe.xadd(self.keys.work, fields)
             _cleared, entry_id = await pipe.execute()
         return str(entry_id)
