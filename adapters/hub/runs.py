@@ -33,6 +33,7 @@ from adapters.transport.intents import Intent, IntentReply, Op
 from adapters.transport.plan import RunFactory, RunPlan, default_factory
 from adapters.view import AskCard, RunOutcome
 from adapters.view import fmt as _fmt
+from adapters.view.status import PARKED_STATES
 from flower_core import Event
 
 __all__ = ["KEPT", "REASKED", "LiveRun", "RunFactory", "RunOptions", "RunPlan", "default_factory"]
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 _STORE_STATUS = {"starting": RunStatus.STARTING, "running": RunStatus.RUNNING, "interrupted": RunStatus.RUNNING,
                  "waiting": RunStatus.WAITING, "approving": RunStatus.WAITING, "done": RunStatus.DONE,
                  "failed": RunStatus.FAILED, "stopped": RunStatus.STOPPED, "died": RunStatus.DIED,
-                 "parked": RunStatus.PARKED}
+                 "parked": RunStatus.PARKED, "parked_approving": RunStatus.PARKED}
 REASKED = "Asked again after the run was woken."
 KEPT = "Still open after a restart: the run is waiting for this answer."
 MOVED = ("Your answer is kept: the run moved to another worker, which gets it when it asks this again (or in "
@@ -102,7 +103,7 @@ class LiveRun:
     @property
     def parked(self) -> bool:
         """Waiting on a question with no CLI process (the hub counts these apart from running runs)."""
-        return self.view.status_card.state == "parked"
+        return self.view.status_card.state in PARKED_STATES
 
     def cancel(self, reason: str, by: str = "") -> bool:
         """Stop the run side without a word to it: reason "shutdown" (this process is going away)."""

@@ -349,8 +349,8 @@ class RunView:
         before = c.state
         if c.state not in status.FINAL_STATES:
             if parked:
-                c.state = "parked"
-            elif c.state == "parked":
+                c.state = "parked_approving" if self._waiting() == "approving" else "parked"
+            elif c.state in status.PARKED_STATES:
                 c.state = self._waiting()
         return c.state != before
 

@@ -26,6 +26,7 @@ STATES: dict[str, tuple[str, str]] = {
     "waiting": ("❓", "Waiting for an answer"),
     "approving": ("🔐", "Waiting for approval"),  # every open card is a tool call waiting for a person
     "parked": ("🅿️", "Parked — waiting for an answer"),  # no CLI process until the answer comes
+    "parked_approving": ("🅿️", "Parked — waiting for approval"),  # the same, on a tool call's approval
     "interrupted": ("⏸️", "Interrupted"),
     "done": ("✅", "Done"),
     "failed": ("❌", "Failed"),
@@ -33,6 +34,7 @@ STATES: dict[str, tuple[str, str]] = {
     "died": ("💤", "Stopped: it could not come back after a restart"),
 }
 FINAL_STATES = frozenset({"done", "failed", "stopped", "died"})
+PARKED_STATES = frozenset({"parked", "parked_approving"})
 WARN_SHARE = 0.8  # of the cost cap: from here on the card is a warning
 
 

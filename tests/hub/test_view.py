@@ -190,3 +190,17 @@ def test_finish_closes_open_cards_and_posts_an_important_summary() -> None:
     s = out[3]
     assert s.important and "failed" in s.title.lower() and "work" in s.title
     assert dict(s.fields) == {"Cost": "$0.5000", "Duration": "2m 05s", "Steps": "3", "Failed step": "work"}
+
+
+def test_a_parked_approval_says_so_on_the_status_card() -> None:
+    for kind, label in (("approval", "Parked — waiting for approval"), ("", "Parked — waiting for an answer")):
+        v, _ = make()
+        v.on_event(step(1, 1, "work"))
+        v.on_event(Event("ask", "Run Bash?", payload={"id": "q1", "options": ["Allow once"], "state": "asked",
+                                                      "answer": "", "remaining": -1, "asked_at": 0.0, "kind": kind}))
+        out = v.on_event(Event("system", "parked", payload={"subtype": "parked", "ask_id": "q1"}))
+        titles = [m.title for m in out if m.key == "status"]
+        assert titles and titles[-1].startswith(f"🅿️ {label}"), titles
+        assert v.status_card.state in ("parked", "parked_approving")
+        back = v.on_event(Event("system", "unparked", payload={"subtype": "unparked", "ask_id": "q1"}))
+        assert [m.title for m in back if m.key == "status"][-1].startswith("🔐" if kind else "❓")
