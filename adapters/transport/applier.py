@@ -232,7 +232,7 @@ class Applier:
         self._expected.clear()
         waiting, self._waiting = self._waiting, []
         for intent in waiting:
-            if intent.op is Op.ANSWER:
+            if intent.op is Op.ANSWER and not intent.kind:  # (an approval's decision is no message to read)
                 self._to_inbox(intent)
             else:
                 self._settle(intent.iid, Settled.MOOT)

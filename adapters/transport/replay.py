@@ -12,6 +12,9 @@ memory. The next one reads the run's unsettled intents and the run's stored sess
 |                 | no call asking it (it never got stored)        | answer: sends it as inbox mail;        |
 |                 |                                                |   decline: nothing to say (moot)       |
 |                 | its inbox mail "[<mail id>]" already read      | settles it (an earlier holder sent it) |
+|                 | (a tool approval's decision)                   | applies it to the approval restored    |
+|                 |                                                |   from the park record; moot if the    |
+|                 |                                                |   step goes on without it              |
 |                 | (a question of the runtime's own: the cap)     | moot: the gate asks again if still due |
 | send            | "[<mail id>]" in a tool result or a prompt     | settles it                             |
 |                 | nothing                                        | queues the mail again (same id)        |
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.transport.intents import Intent, Op, mail_id_for
+from adapters.view.approval_card import APPROVAL
 
 # Clocks of two processes on one machine agree; across machines allow this much skew.
 CLOCK_SKEW_S = 5.0
@@ -58,7 +62,9 @@ def plan(intents: list[Intent], facts: Any) -> Replay:
         if intent.op is Op.STOP:
             out.stop = out.stop or intent
         elif intent.op in (Op.ANSWER, Op.DECLINE):
-            if intent.kind:  # a question of the runtime's own (the cost cap): it asks again if still due
+            if intent.kind == APPROVAL:  # decided between two holders: the next one restores the approval
+                out.waiting.append(intent)
+            elif intent.kind:  # a question of the runtime's own (the cost cap): it asks again if still due
                 out.moot.append(intent)
             elif intent.op is Op.ANSWER and facts.delivered(f"[{mail_id_for(intent)}]"):
                 out.delivered.append(intent)  # an earlier holder sent it to the inbox, and the model read it

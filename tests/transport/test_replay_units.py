@@ -70,6 +70,15 @@ def test_answers_go_to_the_open_question_or_are_known_delivered_or_become_mail()
     assert todo.moot == [declined, budget] and todo.stop is None
 
 
+def test_an_approval_decided_between_two_holders_waits_for_the_approval_restored_from_its_park_record() -> None:
+    """Its Bash call is no question in the session (facts know nothing of it): the new holder asks it again
+    from the park record, and the kept click decides it there (the person is not asked to click again)."""
+    allow = Intent(Op.ANSWER, "Allow once", question="🔐 Run Bash?", kind="approval")
+    deny = Intent(Op.DECLINE, "not that", question="🔐 Run Bash?", kind="approval")
+    todo = plan([allow, deny], facts())
+    assert todo.waiting == [allow, deny] and not todo.moot and not todo.to_inbox
+
+
 def test_a_call_closed_by_a_cut_is_not_a_delivered_answer() -> None:
     f = facts(assistant(call("t1", ASK, question="Tabs?")), user(result("t1", CUT_OFF_UNSAFE)))
     assert plan([Intent(Op.ANSWER, "tabs", question="Tabs?")], f).to_inbox
