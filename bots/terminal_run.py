@@ -47,6 +47,7 @@ async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: f
     """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code.
     ``approve``: the tools to ask about at the prompt before they run ("bash,edits"). ``rounds`` … ``judge_can_run``
     go to starter_flow; ``trim`` to the Runtime (on by default here, as the original's `go`)."""
+    from adapters.transport.plan import BOT_STEPS
     from flower_core import BudgetError, starter_flow
 
     render = render or Render()
@@ -56,7 +57,8 @@ async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: f
     try:
         wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks,
                           budget_usd=budget_usd, approvals=approvals, rounds=rounds, goal=goal,
-                          clarify_only=clarify_only, new=new, isolate=isolate, judge_can_run=judge_can_run)
+                          clarify_only=clarify_only, new=new, isolate=isolate, judge_can_run=judge_can_run,
+                          step_names=BOT_STEPS)
     except BudgetError as exc:
         raise UsageError(f"flower: {exc}") from exc
     except ValueError as exc:

@@ -1,5 +1,8 @@
 """starter_flow: a ready-made three-step workflow - clarify -> goal -> work (judged).
 
+(The steps' names are the original flower's, 确认需求 / 设定目标 / 干活, unless the caller passes its own:
+the bot and the terminal name them clarify / goal / work, see ``adapters.transport.plan.BOT_STEPS``.)
+
 1. ``clarify``: the clarifier asks the human through the channel and writes the brief (goal,
    acceptance criteria, boundaries, unknowns and assumptions) to ``notes/<brief_name>``.
 2. ``goal``: the goal setter turns the brief into a goal and a checklist in ``notes/<goal_name>``.
@@ -15,7 +18,7 @@ derived again, and the work step hears them.
 from __future__ import annotations
 
 import subprocess
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,19 @@ from flower_core.runtime.budget import DEFAULT_STEPS, REFUSED, Budget, BudgetErr
 from flower_core.workbench import Workbench
 from flower_core.workflow import Ctx, Step, StepAbort, Workflow, current_run
 
-CLARIFY, GOAL, WORK = "clarify", "goal", "work"
+
+@dataclass(frozen=True)
+class StepNames:
+    """The three steps' names: lineage keys, ctx keys, and what a front end shows."""
+
+    clarify: str
+    goal: str
+    work: str
+
+
+# The original flower's names (its starter_flow's); a front end may pass its own (the bot's are English).
+ORIGINAL_STEPS = StepNames("确认需求", "设定目标", "干活")
+CLARIFY, GOAL, WORK = ORIGINAL_STEPS.clarify, ORIGINAL_STEPS.goal, ORIGINAL_STEPS.work
 WAKE_LABEL = "唤醒时追加"
 
 # The first words of each prompt; the demo scenario routes on them, so change both together.
@@ -59,10 +74,10 @@ class JudgeGate:
     never enters lineage), so it cannot grow lenient with the worker.
     """
 
-    def __init__(self, spec: Any, goal_path: Path, *, step: str = WORK) -> None:
+    def __init__(self, spec: Any, goal_path: Path, *, step: str = WORK, goal_key: str = GOAL) -> None:
         self.spec = spec
         self.goal_path = goal_path
-        self.step = step
+        self.step, self.goal_key = step, goal_key
         self.verdicts: list[Verdict] = []
 
     async def __call__(self, result: Any, ctx: Ctx) -> bool:
@@ -70,7 +85,7 @@ class JudgeGate:
             run = current_run()
         except LookupError as exc:
             raise StepAbort("no runtime to run the judge on; refusing to pass unjudged work") from exc
-        goal = _read(self.goal_path) or str(ctx.get(GOAL, "")) or "(no goal file)"
+        goal = _read(self.goal_path) or str(ctx.get(self.goal_key, "")) or "(no goal file)"
         prompt = (f"{JUDGE_OPENING}\n\nThe goal ({self.goal_path}):\n{goal.strip()}\n\n"
                   f"The coordinator's report of this round:\n{(result.text or '(empty)')[:4000]}")
         n = len(self.verdicts) + 1
@@ -101,12 +116,13 @@ def _keep_amendments(channel: Any, brief: Path) -> None:
             channel.amend(mail.text)
 
 
-def _clarify_step(channel: Any, wb: Workbench, task: str, *, instructions: str, always_ask: bool) -> Step:
+def _clarify_step(channel: Any, wb: Workbench, task: str, *, instructions: str, always_ask: bool,
+                  names: StepNames) -> Step:
     brief = wb.brief
 
     def when(ctx: Ctx) -> bool:
         if not always_ask and brief_ready(brief):
-            ctx[CLARIFY] = _read(brief)  # skipped, but the next steps still need the brief
+            ctx[names.clarify] = _read(brief)  # skipped, but the next steps still need the brief
             return False
         return True
 
@@ -121,17 +137,17 @@ def _clarify_step(channel: Any, wb: Workbench, task: str, *, instructions: str, 
 
     prompt = f"{CLARIFY_OPENING}\n\nThe request: {task}\n\nWrite the brief to {wb.show(brief)}."
     spec = _reach(roles.clarifier(channel, brief_path=wb.show(brief), instructions=instructions), wb)
-    return Step(CLARIFY, spec, prompt,
+    return Step(names.clarify, spec, prompt,
                 when=when, gate=gate, reduce=lambda r, ctx: _read(brief),
                 resume_prompt=CLARIFY_RESUME.format(path=wb.show(brief)))
 
 
-def _goal_step(channel: Any, wb: Workbench, *, always_set: bool) -> Step:
+def _goal_step(channel: Any, wb: Workbench, *, always_set: bool, names: StepNames) -> Step:
     goal = wb.goal
 
     def when(ctx: Ctx) -> bool:
         if not always_set and goal_complete(_read(goal)):
-            ctx[GOAL] = _read(goal)
+            ctx[names.goal] = _read(goal)
             return False
         return True
 
@@ -145,12 +161,12 @@ def _goal_step(channel: Any, wb: Workbench, *, always_set: bool) -> Step:
         return False
 
     def prompt(ctx: Ctx) -> str:
-        brief = str(ctx.get(CLARIFY) or _read(wb.brief) or "(no brief)").strip()
+        brief = str(ctx.get(names.clarify) or _read(wb.brief) or "(no brief)").strip()
         return (f"{GOAL_OPENING}\n\nThe brief ({wb.show(wb.brief)}):\n{brief}\n\n"
                 f"Write the goal to {wb.show(goal)}.")
 
-    return Step(GOAL, _reach(roles.goal_setter(channel, goal_path=wb.show(goal)), wb), prompt, when=when, gate=gate,
-                reduce=lambda r, ctx: _read(goal))
+    spec = _reach(roles.goal_setter(channel, goal_path=wb.show(goal)), wb)
+    return Step(names.goal, spec, prompt, when=when, gate=gate, reduce=lambda r, ctx: _read(goal))
 
 
 def _is_git_work_tree(path: Path) -> bool:
@@ -163,7 +179,7 @@ def _is_git_work_tree(path: Path) -> bool:
 
 
 def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, goal: bool, rounds: int,
-               isolate: bool = False, judge_can_run: bool = False) -> Step:
+               names: StepNames, isolate: bool = False, judge_can_run: bool = False) -> Step:
     from flower_core.guards import isolate_guard, isolated, merge_hooks
 
     hand = roles.worker("Does the hands-on work: reads, writes, runs commands and checks results. "
@@ -175,18 +191,18 @@ def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, 
     said = f"\n\nThe human added on waking: {remark}" if remark else ""
 
     def prompt(ctx: Ctx) -> str:
-        brief = str(ctx.get(CLARIFY) or _read(wb.brief)).strip()
+        brief = str(ctx.get(names.clarify) or _read(wb.brief)).strip()
         where = f"The brief: {wb.show(wb.brief)}"
         if goal:
             where += f"\nThe goal and its checklist: {wb.show(wb.goal)}"
         return f"{WORK_OPENING}\n\n{where}\n\n{brief}{said}"
 
-    step = Step(WORK, spec, prompt, resume_prompt=(f"{remark}\n\n{WORK_RESUME}" if remark else WORK_RESUME))
+    step = Step(names.work, spec, prompt, resume_prompt=(f"{remark}\n\n{WORK_RESUME}" if remark else WORK_RESUME))
     if goal:
         judge = roles.judge()
         if judge_can_run:  # it may run the checks (tests, builds); Write/Edit still do not exist for it
             judge = replace(judge, tools=[*(judge.tools or []), "Bash"], allowed_tools=[*judge.allowed_tools, "Bash"])
-        gate = JudgeGate(_reach(judge, wb), wb.goal)
+        gate = JudgeGate(_reach(judge, wb), wb.goal, step=names.work, goal_key=names.goal)
         step.gate, step.on_reject, step.retries = gate, gate.feedback, max(0, rounds - 1)
     return step
 
@@ -198,9 +214,11 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
                  brief_name: str = "需求.md", goal_name: str = "目标.md", qa_name: str = "问答记录.md",
                  budget_usd: float | None = None, budget_steps: tuple[float, ...] = DEFAULT_STEPS,
                  approvals: dict[str, Any] | None = None, isolate: bool = False,
-                 judge_can_run: bool = False) -> Workflow:
+                 judge_can_run: bool = False, step_names: StepNames = ORIGINAL_STEPS) -> Workflow:
     """clarify -> goal -> work, with ``wf.workbench`` and ``wf.channel`` ready for the driver.
 
+    The steps are named as the original flower's (确认需求 / 设定目标 / 干活) unless ``step_names`` says
+    otherwise; their names are the lineage's and the context's keys, so a run keeps one set of names.
     ``new=True`` archives the lineage, brief and goal first (into ``notes/archive/<time>/``).
     ``budget_usd`` is the cost cap (``wf.budget``): at it the run asks through the channel whether to
     go on (+``budget_steps``) or stop; None = no cap. Raises BudgetError (a ValueError) for a cap of
@@ -238,10 +256,11 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     remark = task if waking else ""
     if remark and remark not in _read(wb.brief):
         channel.amend(remark, label=WAKE_LABEL)  # the judge and later steps read the brief, not this process
-    steps = [_clarify_step(channel, wb, task, instructions=instructions, always_ask=False)]
+    names = step_names
+    steps = [_clarify_step(channel, wb, task, instructions=instructions, always_ask=False, names=names)]
     if not clarify_only:
         if goal:
-            steps.append(_goal_step(channel, wb, always_set=bool(remark)))
+            steps.append(_goal_step(channel, wb, always_set=bool(remark), names=names))
         steps.append(_work_step(channel, wb, remark, worker_prompt=worker_prompt, goal=goal, rounds=rounds,
-                                isolate=isolate, judge_can_run=judge_can_run))
+                                names=names, isolate=isolate, judge_can_run=judge_can_run))
     return Workflow(steps, name="starter", channel=channel, workbench=wb, budget=budget)

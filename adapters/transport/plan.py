@@ -12,6 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from flower_core import Workflow, next_round, starter_flow
+from flower_core.starter import StepNames
+
+# The bot's (and the terminal's) names for starter_flow's steps: what its cards, logs and lineage have
+# always said. flower_core's default is the original flower's (确认需求 / 设定目标 / 干活).
+BOT_STEPS = StepNames("clarify", "goal", "work")
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,8 @@ def default_factory(plan: RunPlan) -> Workflow:
 
     ``plan.budget_usd`` becomes the workflow's cost cap (a budget of 0 raises: the run is refused)."""
     kw: dict[str, Any] = {"workspace": plan.workspace, "run_dir": plan.run_dir, "timeout_s": plan.timeout_s,
-                          "max_asks": plan.max_asks, "budget_usd": plan.budget_usd, "approvals": plan.approvals}
+                          "max_asks": plan.max_asks, "budget_usd": plan.budget_usd, "approvals": plan.approvals,
+                          "step_names": BOT_STEPS}
     if plan.waking:
         try:
             return starter_flow(plan.remark, **kw)

@@ -283,7 +283,7 @@ async def test_goal_guard_example(double_factory: Any, cli_home: Path, tmp_path:
 async def test_seed_example_runs_unchanged(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
     md = await double_factory("demo")
     out = await run_example(SEED_EXAMPLE, md, cli_home, tmp_path / "proj")
-    assert "=== work (3/3) ===" in out and out.strip().splitlines()[-1].split()[1] == "None"
+    assert "=== 干活 (3/3) ===" in out and out.strip().splitlines()[-1].split()[1] == "None"
 
 
 # -- the goal guard's three outcomes, in process --------------------------------------------------

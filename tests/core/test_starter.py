@@ -167,10 +167,19 @@ async def test_the_seed_example_runs_as_written(double_factory: Any, cli_home: P
     out_b, err_b = await asyncio.wait_for(proc.communicate(), timeout=90)
     out = out_b.decode()
     assert proc.returncode == 0, err_b.decode()[-2000:]
-    for line in ("=== clarify (1/3) ===", "=== goal (2/3) ===", "=== work (3/3) ===",
+    for line in (f"=== {CLARIFY} (1/3) ===", f"=== {GOAL} (2/3) ===", f"=== {WORK} (3/3) ===",  # the original's
                  "?? Which greeting should the note use? 选项=['Hello', 'Olá', '안녕하세요']",
                  "You answered: 按你的判断来. Writing the brief now.", "  [Agent] write the note"):
         assert line in out
     cost, failed = out.strip().splitlines()[-1].split()
     assert float(cost) > 0 and failed == "None"
     assert (tmp_path / ".flower" / "notes" / "需求.md").is_file() and (tmp_path / "runs" / "manifest.json").is_file()
+
+
+def test_steps_carry_the_original_names_unless_the_caller_names_them(tmp_path: Path) -> None:
+    from adapters.transport.plan import BOT_STEPS
+
+    assert [s.name for s in starter_flow("x", workspace=tmp_path / "a").steps] == ["确认需求", "设定目标", "干活"]
+    named = starter_flow("x", workspace=tmp_path / "b", step_names=BOT_STEPS)
+    assert [s.name for s in named.steps] == ["clarify", "goal", "work"]
+    assert named.steps[-1].gate.step == "work" and named.steps[-1].gate.goal_key == "goal"
