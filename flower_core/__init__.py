@@ -51,6 +51,9 @@ _EXPORTS: dict[str, str] = {
     "Brief": "flower_core.goals",
     "Goal": "flower_core.goals",
     "Verdict": "flower_core.goals",
+    "ACHIEVED": "flower_core.goals",  # the verdict's three outcomes (the original's flower.workflow.goal names)
+    "NOT_YET": "flower_core.goals",
+    "UNREACHABLE": "flower_core.goals",
     "coordinator": "flower_core.team",
     "worker": "flower_core.team",
     "clarify": "flower_core.team",
@@ -98,6 +101,7 @@ _ALIASES: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
+    "ACHIEVED",
     "BRIEF_KEY",
     "CLARIFIER_RULES",
     "CLARIFY_RESUME",
@@ -106,8 +110,10 @@ __all__ = [
     "GOAL_KEY",
     "JUDGE_RULES",
     "MISSING_KEY",
+    "NOT_YET",
     "ORACLE_RULES",
     "ROUND_KEY",
+    "UNREACHABLE",
     "VERDICT_KEY",
     "WORKER_RULES",
     "AgentSpec",
@@ -195,7 +201,7 @@ if TYPE_CHECKING:
         wake_state,
         with_goal,
     )
-    from flower_core.goals import Brief, Goal, Verdict
+    from flower_core.goals import ACHIEVED, NOT_YET, UNREACHABLE, Brief, Goal, Verdict
     from flower_core.guards import (
         delegate_guard,
         index_guard,
