@@ -6,6 +6,10 @@
     flower run MODULE:ATTR [-w DIR] [-r DIR]     # a Workflow you wrote (flows.py:main, mypkg.flows:build)
     flower once "prompt" [-t TOOLS] [-i TEXT] [-p MODE] [-b USD] [--resume ID [--fork]] [-w DIR] [-r DIR]
     flower demo          # offline: a model double plays the model, no API key
+    flower setup [--token] [--file PATH]   # keep your key (and endpoint) in ~/.config/flower/.env
+
+Credentials come from the environment, else from FLOWER_ENV's file, ./.env or ~/.config/flower/.env
+(bots/env_files.py); the environment always wins.
 
 Exit codes: 0 finished, 1 a step failed, 2 usage or credentials, 130 stopped with Ctrl-C
 (128+n when ended by signal n, e.g. 143 for SIGTERM).
@@ -20,18 +24,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from adapters.terminal import EXIT_INTERRUPTED, Render
+from bots import env_files, setup_cmd
 from bots.credentials import has_credentials
 from bots.terminal_run import UsageError, check_budget, drive_workflow, run_starter
 
 EXIT_USAGE = 2
-COMMANDS = ("go", "run", "once", "demo")
+COMMANDS = ("go", "run", "once", "demo", "setup")
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 
 NO_KEY = """\
 flower: no credentials — a real run needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN for a gateway,
 with ANTHROPIC_BASE_URL pointing at it).
-  Get a key: https://console.anthropic.com/ → Settings → API keys, then
-      export ANTHROPIC_API_KEY=sk-ant-...
+  Get a key: https://console.anthropic.com/ → Settings → API keys, then run `flower setup` once
+  (it keeps the key in ~/.config/flower/.env), or export ANTHROPIC_API_KEY=sk-ant-...
   Try it offline first: `flower demo` (or `make demo`) runs the same machinery against a local
   model double — no key, no network, no cost."""
 
@@ -80,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="flower", description="Long-horizon agent runs on the Claude Agent SDK, in your terminal.",
         epilog='`flower "task"` is short for `flower go "task"`. While it runs: type a line to add to its '
                "inbox, a number to answer a question, ?question for the oracle, Ctrl-C to interrupt.")
-    sub = parser.add_subparsers(dest="cmd", metavar="{go,run,once,demo}")
+    sub = parser.add_subparsers(dest="cmd", metavar="{go,run,once,demo,setup}")
 
     go = sub.add_parser("go", help="clarify → set goals → work, judged (the default)")
     go.add_argument("task", nargs="?", default=None, help="what you want done")
@@ -108,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("-r", "--run-dir", default=None, help="default: <workspace>/runs")
     demo.add_argument("--scenario", default="demo", help=argparse.SUPPRESS)  # tests play their own
     demo.add_argument("--task", default=None, help=argparse.SUPPRESS)
+    setup_cmd.add_parser(sub)
     return parser
 
 
@@ -212,6 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bots.demo import run_demo
 
             return asyncio.run(run_demo(args))
+        if args.cmd == "setup":
+            return setup_cmd.run_setup(args)
+        env_files.load()  # the files fill in what the environment leaves unset
         if not has_credentials():
             print(NO_KEY, file=sys.stderr)
             return EXIT_USAGE

@@ -30,7 +30,8 @@ TIMEOUT = 30  # per expect(); a whole demo run takes a few seconds
 
 def clean_env(home: Path) -> dict[str, str]:
     """The host environment minus anything that could reach a real model or the real home."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "CLAUDE_")) and k not in ("XDG_CONFIG_HOME", "FLOWER_ENV")}
     env.update(HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), TERM="dumb", PYTHONUNBUFFERED="1")
     return env
 
