@@ -8,28 +8,11 @@ it, once. Real redis-server, RedisWorkers and engine doubles in this process (as
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from adapters.transport.plan import RunPlan
 from adapters.transport.redis_front import RedisTransport
-from tests.support.redis_support import RedisServer
-from tests.transport.test_redis_intents import KEYS, KitDouble, Rig, Sink, _held, until
+from tests.transport.test_redis_intents import KEYS, Rig, Sink, _held, rig, until
 
-
-@pytest.fixture
-async def rig(redis_server: RedisServer, tmp_path: Path) -> AsyncIterator[Rig]:
-    kit = KitDouble()
-    kit.runtime_options = {}
-    r = Rig(redis_server, tmp_path, kit)
-    kit.runtime_options["session_store"] = r.store
-    await r.front.start()
-    try:
-        yield r
-    finally:
-        await r.close()
+__all__ = ["rig"]  # the fixture, shared with test_redis_intents.py
 
 
 async def _follow_again(rig: Rig, run_id: str) -> tuple[RedisTransport, Sink]:
