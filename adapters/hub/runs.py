@@ -86,6 +86,23 @@ class LiveRun:
         # A run brought back after a restart, or followed again by a restarted front: its woken steps pass
         # quietly until the run does something new (it parks again, or a step starts a CLI).
         self._restoring = restoring or record.status == RunStatus.PARKED
+        self._when_back: list[Callable[[], object]] | None = None
+
+    def when_back(self, call: Callable[[], object]) -> None:
+        """Call `call` once the run has come back: it waits again (parked), does something new, or ended.
+        (A restart brings parked runs back a few at a time: each holds its stores open until then.)"""
+        if not self._restoring or self.finished.is_set():
+            call()
+        else:
+            self._when_back = [*(self._when_back or ()), call]
+
+    def _came_back(self) -> None:
+        calls, self._when_back = self._when_back or [], None
+        for call in calls:
+            try:
+                call()
+            except Exception as exc:
+                log.warning("run %s: a came-back callback failed: %r", self.run_id, exc)
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def start(self, side: RunSide) -> None:
@@ -150,6 +167,7 @@ class LiveRun:
                 await self.pipe.close()
             finally:  # even when a shutdown cancels this very drain: hub.close() waits on `finished`
                 self.finished.set()
+                self._came_back()
                 if self._on_end is not None:
                     self._on_end(self)
 
@@ -178,6 +196,8 @@ class LiveRun:
                     self.view.on_event(ev)  # the card learns the step; the thread needs no step lines again
                     return
                 self._restoring = ev.kind == "ask" or (ev.kind == "system" and p.get("subtype") != "parked")
+                if not self._restoring:
+                    self._came_back()
             if ev.kind == "ask" and p.get("kind") not in ("mail", "share"):  # questions: cards
                 if p.get("state") == "cancelled" and self._stop_reason == "shutdown":
                     return  # the bot is going away: the card stays open, answerable after the restart

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -29,6 +30,7 @@ from adapters.hub.ledger import CardLedger
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.outboxes import Outboxes
 from adapters.hub.results import IntentResult
+from adapters.hub.runs import LiveRun
 from adapters.state import LIVE_STATUSES, RunRecord, RunStatus, StateStore
 from adapters.surface import ThreadRef
 from adapters.transport import Transport
@@ -40,6 +42,40 @@ log = logging.getLogger(__name__)
 ASLEEP = frozenset({RunStatus.DIED, RunStatus.PARKED})
 BACK = "🔁 The bot restarted; the run picks up where it was (finished steps are not redone)."
 Refuse = Callable[[ThreadRef, str, str, str], Awaitable[IntentResult]]  # (thread, user, reason, run_id)
+# Runs coming back at once after a restart: each holds its session store and card ledger open until it waits
+# again (about 3 files), so 10,000 parked runs restored all at once would pass the open-file limit.
+COMING_BACK_AT_ONCE = 32
+COME_BACK_DEADLINE_S = 60.0  # a run slower than this to come back no longer holds up the others
+
+
+class Window:
+    """At most `size` runs coming back at once; a slot is free again when its run is back, or after the deadline."""
+
+    def __init__(self, size: int, deadline_s: float) -> None:
+        self.size, self.deadline_s = size, deadline_s
+        self._slots = asyncio.Semaphore(size)
+
+    async def enter(self) -> Callable[[], None]:
+        """Wait for a slot; returns what frees it (once, whoever calls it first: the run or the deadline)."""
+        await self._slots.acquire()
+        freed = False
+
+        def leave() -> None:
+            nonlocal freed
+            if not freed:
+                freed = True
+                timer.cancel()
+                self._slots.release()
+
+        timer = asyncio.get_running_loop().call_later(self.deadline_s, leave)
+        return leave
+
+    async def drain(self) -> None:
+        """Until every run let in is back (each slot is freed by its deadline at the latest)."""
+        for _ in range(self.size):
+            await self._slots.acquire()
+        for _ in range(self.size):
+            self._slots.release()
 
 
 class Restarts:
@@ -53,6 +89,7 @@ class Restarts:
     async def recover(self) -> list[str]:
         """Bring back what the last process left; returns the runs that could not come back."""
         died: list[str] = []
+        window = Window(COMING_BACK_AT_ONCE, COME_BACK_DEADLINE_S)
         for record in self.store.list_runs():
             if record.status not in LIVE_STATUSES | ASLEEP or self.book.is_live(record.run_id):
                 continue
@@ -62,15 +99,22 @@ class Restarts:
                 continue  # it never stopped: it is on a worker
             why = ""
             if self.wake_on_start or record.status == RunStatus.PARKED:
-                why = self._bring_back(record)
-                if not why:
+                leave = await window.enter()
+                if self.book.is_live(record.run_id):  # a person woke it while it waited for its turn
+                    leave()
                     continue
+                live, why = self._bring_back(record)
+                if live is not None:
+                    live.when_back(leave)
+                    continue
+                leave()
             self.store.set_run_status(record.run_id, RunStatus.DIED)
             died.append(record.run_id)
             try:
                 await self._report_death(record, why)
             except Exception as exc:  # one unreachable thread must not stop the others being reported
                 log.warning("could not report run %s: %r", record.run_id, exc)
+        await window.drain()
         return died
 
     def _follow_again(self, record: RunRecord) -> bool:
@@ -100,18 +144,18 @@ class Restarts:
                          record.run_id, card_id)
                 ledger.release(card_id)
 
-    def _bring_back(self, record: RunRecord) -> str:
-        """Relaunch a run in this process where it was; "" on success, else why it could not come back."""
+    def _bring_back(self, record: RunRecord) -> tuple[LiveRun | None, str]:
+        """Relaunch a run in this process where it was: (its LiveRun, "") or (None, why it could not come back)."""
         parked = record.status == RunStatus.PARKED
         self._release_unlogged_holds(record)
         try:
             live = self.launcher.launch(record, waking=True, restoring=True)
         except Exception as exc:
             log.warning("run %s could not come back: %r", record.run_id, exc)
-            return f"{type(exc).__name__}: {exc}"
+            return None, f"{type(exc).__name__}: {exc}"
         if not parked:  # a parked run just goes on waiting: its thread needs no word
             live.pipe.put(live.view.notice(BACK))
-        return ""
+        return live, ""
 
     async def _report_death(self, record: RunRecord, why: str) -> None:
         view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6])

@@ -5,10 +5,11 @@ like a live one, and max_runs counts running runs while max_parked counts parked
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
-from adapters.hub import Hub
+from adapters.hub import Hub, wake
 from adapters.hub.runs import KEPT
 from adapters.memory_surface import MemorySurface
 from adapters.state import SQLiteStateStore
@@ -173,3 +174,51 @@ async def test_max_runs_counts_running_runs_and_max_parked_parked_ones(double_fa
         assert (await hub.handle_action(button(card, "red"), "alice", delivery_id=f"d-{run}")).ok
         await hub.wait(run)
     assert [m.title for m in surface.thread(kind="summary")] == ["✅ Finished", "✅ Finished"]
+
+
+async def test_parked_runs_come_back_a_few_at_a_time_after_a_restart(double_factory: Any, cli_home: Path,
+                                                                     tmp_path: Path, monkeypatch: Any) -> None:
+    """Each run coming back holds its stores open until it waits again: a restart lets in a window of them at a
+    time (here 1), and `recover` returns once all are back parked, none asking the model again."""
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Asking.", "call": [ask_call("Which colour?", ["red", "blue"])]},
+        {"say": "Colour: {last_tool_result}"},
+    ]}))
+    surface = MemorySurface()
+    watch = Watch(surface)
+    store_a = SQLiteStateStore(tmp_path / "state.db")
+    hub_a = make_hub(tmp_path, md, cli_home, surface, store_a, park_after_s=0.2)
+    threads = [ThreadRef("memory", "C1", f"t{i}") for i in range(3)]
+    runs = [(await hub_a.start(f"run {i}", t, "alice")).run_id for i, t in enumerate(threads)]
+    for t in threads:
+        await watch.until(lambda s, t=t: parked_card(s, t))
+    await hub_a.close()
+    store_a.close()
+    asked = len(md.model_requests())
+
+    monkeypatch.setattr(wake, "COMING_BACK_AT_ONCE", 1)
+    hub_b = make_hub(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"), park_after_s=0.2)
+    launch, coming = hub_b.restarts.launcher.launch, []
+
+    def launch_one(*args: Any, **kw: Any) -> Any:
+        coming.append(len(coming) - len(hub_b.parked()))  # launched before this one and not back yet
+        return launch(*args, **kw)
+    monkeypatch.setattr(hub_b.restarts.launcher, "launch", launch_one)
+    assert await hub_b.recover() == []
+    assert coming == [0, 0, 0] and sorted(hub_b.parked()) == sorted(runs)
+    assert cli_children() == [] and len(md.model_requests()) == asked
+    card = next(p.msg for p in surface.find("ask:1-q1", threads[1]))
+    assert (await hub_b.handle_action(button(card, "blue"), "alice", delivery_id="d-w")).ok
+    await hub_b.wait(runs[1])
+    assert md.model_requests()[-1].last_tool_result == "blue"
+    await hub_b.close()
+
+
+async def test_a_slot_of_the_window_frees_itself_at_its_deadline() -> None:
+    window = wake.Window(1, deadline_s=0.05)
+    await window.enter()  # never left: its run never came back
+    leave = await asyncio.wait_for(window.enter(), 5)  # let in by the first one's deadline
+    leave()
+    leave()  # once only: a second call frees nothing more
+    await asyncio.wait_for(window.drain(), 5)
+    assert window._slots._value == 1  # type: ignore[attr-defined]
