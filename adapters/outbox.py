@@ -83,7 +83,6 @@ class Outbox:
         self._task: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
-        self._wake = asyncio.Event()
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -130,12 +129,12 @@ class Outbox:
             self._pending.clear()
             if self._task is not None:
                 self._task.cancel()
-        self._wake.set()
-        if self._task is not None:
+        task = self._task
+        if task is not None:
             try:
-                await self._task
+                await task
             except asyncio.CancelledError:
-                if not self._task.cancelled():
+                if not task.cancelled():
                     raise
         self._idle.set()
 
@@ -156,7 +155,6 @@ class Outbox:
             if msg.kind == "prose":
                 self._trim_prose()
         self._idle.clear()
-        self._wake.set()
         self._start()
 
     def _trim_prose(self) -> None:
@@ -174,11 +172,8 @@ class Outbox:
         while True:
             if not self._pending:
                 self._idle.set()
-                if self._closed:
-                    return
-                self._wake.clear()
-                await self._wake.wait()
-                continue
+                self._task = None  # an idle thread costs no task: the next message starts a worker again
+                return
             self._idle.clear()
             head = self._pending[0]
             try:

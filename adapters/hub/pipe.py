@@ -2,14 +2,13 @@
 view's timer.
 
 `on_event` is the run's synchronous sink: it never blocks and never raises. What the view holds
-back (gathered prose, a throttled status edit) is sent by a small ticker task that sleeps exactly
-until `view.due_in()`, so a quiet run costs no wake-ups.
+back (gathered prose, a throttled status edit) is sent by one loop timer set exactly at
+`view.due_in()`, so a quiet run costs no wake-ups and a waiting one no task.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
@@ -27,17 +26,14 @@ class RunPipe:
         self.observers = list(observers)  # e.g. the oracle's observe(); called first, errors swallowed
         self.errors = 0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._kick: asyncio.Event | None = None
-        self._deadline: float | None = None  # loop time the ticker sleeps until (None: idle)
-        self._ticker: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None  # the view's next due time (None: nothing due)
         self._closed = False
 
     def start(self) -> None:
-        """Start the ticker on the running loop (idempotent)."""
-        if self._ticker is None:
+        """Begin keeping the view's timer on the running loop (idempotent)."""
+        if self._loop is None:
             self._loop = asyncio.get_running_loop()
-            self._kick = asyncio.Event()
-            self._ticker = self._loop.create_task(self._tick_loop(), name=f"view ticker {self.view.run_id}")
+            self._rearm()
 
     # ---- producer side ------------------------------------------------------------------------
     def on_event(self, ev: Event) -> None:
@@ -59,40 +55,41 @@ class RunPipe:
         self._rearm()
 
     def _rearm(self) -> None:
-        if self._kick is None or self._loop is None or self._closed:
+        """Keep one timer at the view's next due time: a waiting run costs a timer entry, not a task."""
+        if self._loop is None or self._closed:
             return
         due = self.view.due_in()
         if due is None:
             return
-        at = self._loop.time() + due
-        if self._deadline is None or at < self._deadline:
-            self._kick.set()
+        at = self._loop.time() + max(due, 0.0)
+        if self._timer is not None:
+            if self._timer.when() <= at:
+                return
+            self._timer.cancel()
+        self._timer = self._loop.call_at(at, self._tick)
 
-    async def _tick_loop(self) -> None:
-        assert self._kick is not None and self._loop is not None
-        while not self._closed:
+    def _tick(self) -> None:
+        self._timer = None
+        if self._closed:
+            return
+        try:
             due = self.view.due_in()
-            self._deadline = None if due is None else self._loop.time() + due
-            self._kick.clear()
-            if due is None:
-                await self._kick.wait()
-                continue
-            if due > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._kick.wait(), timeout=due)
-                continue
-            for m in self.view.tick():
-                self.fanout.put(m)
-            await asyncio.sleep(0)  # let the outbox run between ticks
+            if due is not None and due <= 0:
+                for m in self.view.tick():
+                    self.fanout.put(m)
+        except Exception as exc:  # never into the loop: the next event rearms
+            self.errors += 1
+            log.warning("run pipe %s: tick failed: %r", self.view.run_id, exc)
+            return
+        self._rearm()
 
     # ---- shutdown -----------------------------------------------------------------------------
     async def close(self, *, drain: bool = True) -> None:
         """Stop the ticker, send what the view still holds (drain) and close the outbox."""
         self._closed = True
-        if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if drain:
             await self.fanout.flush()
         await self.fanout.close(drain=drain)

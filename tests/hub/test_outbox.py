@@ -358,7 +358,7 @@ async def test_close(drain: bool) -> None:
     await clock.run(ob.close(drain=drain))
     assert len(fake.calls) == (6 if drain else 3)
     assert ob.stats.dropped == (0 if drain else 3)
-    assert ob._task is not None and ob._task.done()
+    assert ob._task is None or ob._task.done()  # no worker left behind
 
 
 def test_the_message_model_refuses_nonsense() -> None:
