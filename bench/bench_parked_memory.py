@@ -11,6 +11,12 @@ state (gc.collect() first): RSS, open fds (also at the peak, while restoring) an
 --trace: what the runs hold by the repo line that allocated it, and objects per run (tracing inflates RSS).
 Several N run one child process each, so a size's freed heap does not hide the next one's growth.
 Run: .venv/bin/python -m bench.bench_parked_memory [N ...] [--trace]   (default: 1000)
+
+Measured on a 2-core machine (`... 1000 10000`), before and after runs came back 32 at a time and the chat side
+dropped its per-run tasks (view timer on the loop, an idle outbox without a worker):
+  before: 1000: 0.165 MB/run, 5 tasks/run, 2.99 fds/run at the restore peak; 10000: EMFILE, runs could not come back
+  after:  1000: 0.048 MB/run, 3 tasks/run, 0.10 fds/run at the peak, back in 5.3 s;
+          10000: 0.046 MB/run, 3 tasks/run, 0.01 fds/run at the peak, 10000/10000 back parked in 58 s; 0 fds once parked.
 """
 
 from __future__ import annotations
