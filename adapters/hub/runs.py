@@ -196,7 +196,7 @@ class LiveRun:
                     self.view.on_event(ev)  # the card learns the step; the thread needs no step lines again
                     return
                 self._restoring = ev.kind == "ask" or (ev.kind == "system" and p.get("subtype") != "parked")
-                if not self._restoring:
+                if not self._restoring or ev.kind == "ask":  # (a question asked again live: back too)
                     self._came_back()
             if ev.kind == "ask" and p.get("kind") not in ("mail", "share"):  # questions: cards
                 if p.get("state") == "cancelled" and self._stop_reason == "shutdown":
