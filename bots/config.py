@@ -84,7 +84,7 @@ class BotConfig:
     max_asks: int | None = None
     budget_usd: float | None = None
     park_after_s: float | None = 20.0
-    max_parked: int = 1000
+    max_parked: int = 10_000
     dm_after_s: float | None = 60.0
     redis_url: str | None = None  # set: this process is the chat front only; workers hold the runs
     demo: bool = False
@@ -131,7 +131,7 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         max_asks=_optional(args.asks, bot, "max_asks", int, low=0),
         budget_usd=_optional(args.budget, bot, "budget_usd", float, low=0.0),
         park_after_s=_optional(None, bot, "park_after_s", float, low=0.0, default=20.0),
-        max_parked=_pick(None, bot, "max_parked", int, 1000, low=0),
+        max_parked=_pick(None, bot, "max_parked", int, 10_000, low=0),
         dm_after_s=_pick(None, bot, "dm_after_s", float, 60.0, low=0.0),
         redis_url=redis_url(getattr(args, "redis", None) or env.get("FLOWER_REDIS_URL")
                             or _typed(bot, "redis", str, None)),

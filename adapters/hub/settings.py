@@ -37,7 +37,7 @@ class HubSettings:
     # "platform:channel" -> a workspace the channel's runs share (default: one per run under root)
     workspaces: Mapping[str, Path] = field(default_factory=dict)
     max_runs: int = 3  # runs with a CLI at once (parked ones apart); workers apply their own
-    max_parked: int = 1000  # parked runs at once (beyond it, a waiting run keeps its CLI)
+    max_parked: int = 10_000  # parked runs at once (beyond it, a waiting run keeps its CLI); ~0.05 MB each
     timeout_s: float | None = 1800.0  # how long a question waits (0: unattended)
     max_asks: int | None = None  # question quota per run
     budget_usd: float | None = None  # default cost cap per run

@@ -56,7 +56,7 @@ async def test_answer_mail_and_interrupt_on_a_parked_run(double_factory: Any, cl
     await watch.until(parked_card)
     assert pids and not any(alive(p) for p in pids) and cli_children() == []
     assert hub.parked() == [run] and hub.running() == [] and hub.store.get_run(run).status == "parked"  # type: ignore[union-attr]
-    assert "1/1000 parked" in hub.status().message and "No runs going" in hub.status().message
+    assert "1/10000 parked" in hub.status().message and "No runs going" in hub.status().message
     assert posted(surface, "ask:1-q1").msg.buttons  # the card stays open
 
     assert (await hub.send(run, "make it round", "alice")).ok  # kept until the run resumes
