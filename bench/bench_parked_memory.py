@@ -16,7 +16,7 @@ Measured on a 2-core machine (`... 1000 10000`), before and after runs came back
 dropped its per-run tasks (view timer on the loop, an idle outbox without a worker):
   before: 1000: 0.165 MB/run, 5 tasks/run, 2.99 fds/run at the restore peak; 10000: EMFILE, runs could not come back
   after:  1000: 0.048 MB/run, 3 tasks/run, 0.10 fds/run at the peak, back in 5.3 s;
-          10000: 0.046 MB/run, 3 tasks/run, 0.01 fds/run at the peak, 10000/10000 back parked in 58 s; 0 fds once parked.
+          10000: 0.046 MB/run, 3 tasks/run, 0.01 fds/run at the peak, all 10000 back parked in 58 s; 0 fds once parked.
 """
 
 from __future__ import annotations

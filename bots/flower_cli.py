@@ -59,7 +59,8 @@ def _flow_flags(p: argparse.ArgumentParser, *, timeout: float | None) -> None:
                    help="ask at the prompt before these tool calls run: bash, edits, write, web, all, or rules "
                         "like 'Bash(git push:*)', comma-separated (y once, a for the run, n or words deny)")
     p.add_argument("--window", type=int, default=None, metavar="TOKENS",
-                   help="the model's context window (default: inferred from the model name)")
+                   help="the model's context window (default: FLOWER_WINDOW, else the level last overflowed at, "
+                        "else from the model name)")
     p.add_argument("--no-handoff", action="store_true", help="no handoff; fall back to the SDK's own compaction")
     p.add_argument("--budget", type=float, default=None, metavar="USD",
                    help="cost cap in dollars: when the run reaches it, it pauses and asks you (+$5 / +$20 / "

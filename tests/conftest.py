@@ -17,6 +17,14 @@ def scenario_of(*conversations: dict[str, Any], name: str = "test") -> Scenario:
     return parse_scenario({"name": name, "conversation": list(conversations)}, name=name)
 
 
+@pytest.fixture(autouse=True)
+def own_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own $XDG_CONFIG_HOME (inherited by the processes it starts): the window levels a
+    runtime learns from overflows and flower's kept credentials (~/.config/flower/) never come from, nor
+    go to, the real home or another test."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
+
+
 @pytest.fixture
 def cli_home(tmp_path: Path) -> Path:
     """A config dir of the CLI's own for this test, so nothing touches the real home."""

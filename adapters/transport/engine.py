@@ -24,7 +24,7 @@ from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
 from adapters.transport.intents import Intent, IntentReply, RunLog
 from adapters.transport.plan import RunFactory, RunPlan, build_workflow, default_factory
-from flower_core import AgentSpec, Event, Oracle, ParkPolicy, Resilience, Runtime, Workflow
+from flower_core import AgentSpec, Event, HandoffPolicy, Oracle, ParkPolicy, Resilience, Runtime, Workflow
 from flower_core.runtime.handoff import interrupt_prompt
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,8 @@ class EngineKit:
         # The bot shows a run's tool output in its thread as it was; a resumed history keeps it whole too (the
         # framework's defaults, the original flower's, expire glances and spill long results).
         options = {"park": park, "resilience": bridge_resilience(), "ephemeral": False, "spill_threshold": None,
-                   **self.runtime_options}
+                   "handoff": HandoffPolicy(near=0.70, trigger=0.80, max_generations=5, plain_window=200_000,
+                                            calibrate=False), **self.runtime_options}
         env = dict(self.env) if self.env is not None else None
         runtime = Runtime(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench, env=env,
                           **options)

@@ -3,8 +3,8 @@ its events and manifest rows go. Best effort by design: a failing sink or manife
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from flower_core.events import Event
 from flower_core.manifest import Manifest
@@ -12,6 +12,10 @@ from flower_core.runtime.attempt import Outcome
 from flower_core.runtime.generation import StepState
 from flower_core.runtime.handoff import HandoffPolicy
 from flower_core.runtime.results import StepResult
+from flower_core.spec import resolve_env
+
+if TYPE_CHECKING:
+    from flower_core.spec import AgentSpec
 
 
 class StepBooks:
@@ -22,6 +26,7 @@ class StepBooks:
     parking: Any
     handoff: HandoffPolicy
     manifest: Manifest
+    env: Mapping[str, str] | None
 
     def _absorb(self, out: Outcome, state: StepState) -> None:
         result = state.result
@@ -51,6 +56,13 @@ class StepBooks:
                     self.emit(state, near)
                 if state.ctx >= state.at and state.session and state.signal is not None:
                     state.signal.request("handoff")
+
+    def _learn_window(self, spec: AgentSpec, context: int) -> None:
+        """A request overflowed at ``context`` tokens: the policy records it for this route's next window guess."""
+        try:
+            self.handoff.remember(context, spec.model, resolve_env(self.env))
+        except Exception as exc:  # a record is a hint for later; this step's handoff goes on regardless
+            self.ui_errors.append(f"window calibration: {exc!r}")
 
     def emit(self, state: StepState, ev: Event) -> None:
         """Deliver an event to the step's sink; a failing sink never breaks the run."""

@@ -50,6 +50,7 @@ class StepState:
         self.session: str | None = None
         self.resume_at: str | None = None  # Runtime.run(resume_at=): for the first attempt only
         self.ctx = 0
+        self.peak = 0  # the generation's highest main-thread level: what an overflow teaches the window guess
         self.warned = False
         self.last_text = ""
         self.tool_calls: deque[str] = deque(maxlen=RECENT_CALLS)
@@ -98,6 +99,7 @@ class StepState:
         ctx = ev.payload.get("context")
         if isinstance(ctx, int) and ctx > 0:
             self.ctx = ctx
+            self.peak = max(self.peak, ctx)
             self.result.context = ctx
         if ev.kind == "text" and ev.text.strip():
             self.last_text = ev.text
@@ -115,7 +117,7 @@ class StepState:
 
     def new_generation(self) -> None:
         self.session = None
-        self.ctx = 0
+        self.ctx = self.peak = 0
         self.warned = False
         self.last_text = ""
         self.tool_calls.clear()
@@ -124,11 +126,13 @@ class StepState:
 @dataclass(frozen=True)
 class HandoffKit:
     """What writing a handoff takes from its runtime: the writing round's attempt (no cap, no UI, no
-    threshold), the step's event sink, and where documents land."""
+    threshold), the step's event sink, where documents land, and who learns from an overflow (the level
+    it happened at, for the next window guess)."""
 
     attempt: Callable[..., Awaitable[Outcome]]
     emit: Callable[[StepState, Event], None]
     workbench: Any
+    learn: Callable[[AgentSpec, int], None] | None = None
 
 
 async def write_generation_handoff(kit: HandoffKit, spec: AgentSpec, state: StepState, session_id: str, *,
@@ -137,10 +141,12 @@ async def write_generation_handoff(kit: HandoffKit, spec: AgentSpec, state: Step
 
     The writing round resumes the same session with no budget cap and no UI, and is exempt from the
     threshold (it runs above it by definition). After an overflow the session cannot take another
-    round, so the degraded document is used directly.
+    round, so the degraded document is used directly, and the level it got to is passed to ``kit.learn``.
     """
     result, step = state.result, state.result.step
     used, window = state.ctx, state.window
+    if overflow and state.peak > 0 and kit.learn is not None:
+        kit.learn(spec, state.peak)
     kit.emit(state, Event("handoff", text=f"context {_k(used)}/{_k(window)}: writing the handoff", payload={
         "phase": "writing", "step": step, "context": used, "window": window, "overflow": overflow}))
     doc: HandoffDoc | None = None

@@ -30,9 +30,11 @@ from flower_core.runtime.books import StepBooks
 from flower_core.runtime.budget import Budget, halt
 from flower_core.runtime.generation import HandoffKit, StepState, write_generation_handoff
 from flower_core.runtime.handoff import (
+    DEGRADED_IN_A_ROW,
     INTERRUPT_NOTE,
     HandoffPolicy,
     brake_message,
+    degraded_brake_message,
     human_addendum,
     interrupt_prompt,
 )
@@ -111,7 +113,8 @@ class Runtime(StepBooks):
         self._early: str | None = None  # interrupt words said while no step ran: for the next step's prompt
         self.budget = Budget.coerce(budget)
         self.budget.watch(self._budget_reached)
-        self._handoff_kit = HandoffKit(partial(self._attempt, writing=True), self.emit, self.workbench)
+        self._handoff_kit = HandoffKit(partial(self._attempt, writing=True), self.emit, self.workbench,
+                                       learn=self._learn_window)
         self.parking = Parking(ParkPolicy.coerce(park), store=self.store, project_key=lambda: self.project_key,
                                records=ParkRecords(self.run_dir / "parked"), attempt=self._attempt,
                                absorb=self._absorb, emit=self.emit)
@@ -214,7 +217,7 @@ class Runtime(StepBooks):
         env = resolve_env(self.env)
         window = self.handoff.window_for(spec.model, env)
         state = StepState(asyncio.get_running_loop(), result, prompt, on_event, window=window,
-                         at=self.handoff.at(window), warn_at=self.handoff.warn_at(window))
+                         at=self.handoff.at_for(window), warn_at=self.handoff.warn_at_for(window))
         state.resume_at = resume_at if resume else None
         with self._lock:
             self._active.append(state)
@@ -241,6 +244,7 @@ class Runtime(StepBooks):
         gen_prompt, gen_resume, gen_fork = prompt, resume, fork
         cur_prompt: str | None = prompt  # None = "resume after an interrupt": built from the human's words
         cur_resume, cur_fork = resume, fork
+        degraded_row = 0  # handoffs in a row whose document had to be assembled (not written)
         while True:
             state.poked.clear()
             gate = await self.budget.gate(result.step)  # at the cost cap: asks the owner before going on
@@ -274,6 +278,10 @@ class Runtime(StepBooks):
                 overflow = out.stopped != "handoff"
                 doc = await write_generation_handoff(self._handoff_kit, spec, state, sid, overflow=overflow)
                 result.retired.append(sid)
+                degraded_row = degraded_row + 1 if doc.degraded else 0
+                if degraded_row >= DEGRADED_IN_A_ROW:  # empty handoffs only burn money: stop, say why
+                    result.error = degraded_brake_message(degraded_row, state.at, state.window)
+                    return
                 state.new_generation()
                 gen_prompt, gen_resume, gen_fork = doc.prompt_block(), None, False
                 cur_prompt, cur_resume = gen_prompt, None

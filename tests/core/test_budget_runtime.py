@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from flower_core import AgentSpec, Budget, BudgetError, Event, HumanChannel, Step, Workflow, starter_flow
+from flower_core import AgentSpec, Budget, BudgetError, Event, HandoffPolicy, HumanChannel, Step, Workflow, starter_flow
 from flower_core.runtime.budget import REFUSED
 from tests.conftest import scenario_of
 from tests.support.runtime_support import Recorder, make_runtime
@@ -158,7 +158,8 @@ async def test_the_books_count_subagents_and_handoff_documents(double_factory: A
             writing, writing,
         ]}))
     rec = Recorder()
-    rt = make_runtime(tmp_path, md, cli_home, window=10_000, workbench=SimpleNamespace(notes=tmp_path / "notes"),
+    rt = make_runtime(tmp_path, md, cli_home, handoff=HandoffPolicy(window=10_000, near=0.70, trigger=0.80),
+                      workbench=SimpleNamespace(notes=tmp_path / "notes"),
                       budget=Budget(100.0, on_event=rec))
     (rt.workspace / "notes.md").write_text("hello")
     try:

@@ -142,7 +142,8 @@ async def test_a_connection_error_fails_when_the_network_stays_down(double_facto
     assert not r.ok and r.attempts == len(r.errors) == 1 and "stayed unreachable" in (r.error or "")
 
 
-def test_flower_window_in_the_environment_sets_the_window(monkeypatch: Any) -> None:
+def test_flower_window_in_the_environment_sets_the_window(monkeypatch: Any, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no calibration from a real home
     monkeypatch.delenv("FLOWER_WINDOW", raising=False)
     monkeypatch.setenv("ANTHROPIC_MODEL", "claude-opus-4-5[1m]")
     assert default_window() == 1_000_000

@@ -6,6 +6,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
+from flower_core.runtime import HandoffPolicy
+from flower_core.runtime.handoff import calibrated_window
 from tests.conftest import scenario_of
 from tests.support.runtime_support import Recorder, make_runtime, spec
 
@@ -21,6 +25,12 @@ Words are split on whitespace.
 Finish b.txt, then report the total.
 ## Open questions
 None."""
+
+def tenths(window: int = 10_000) -> HandoffPolicy:
+    """The bridge's fractions (near 70 %, trigger 80 %) on a small window: the original's thresholds keep
+    50k of room and a 10k floor, so a 10k window would never be reached."""
+    return HandoffPolicy(window=window, near=0.70, trigger=0.80)
+
 
 SUCCESSOR = {"name": "successor", "match": "taking over this task",
              "turn": [{"say": "Successor continues.", "usage": {"input_tokens": 1200}}]}
@@ -43,7 +53,7 @@ async def test_handoff_writes_a_document_and_a_fresh_session_takes_over(double_f
                                                                        tmp_path: Path) -> None:
     md = await double_factory(scenario_of(SUCCESSOR, working({"say": DOC, "delay_s": 1.0})))
     bench = SimpleNamespace(notes=tmp_path / "bench" / "notes")
-    rt = make_runtime(tmp_path, md, cli_home, window=10_000, workbench=bench)
+    rt = make_runtime(tmp_path, md, cli_home, handoff=tenths(), workbench=bench)
     (rt.workspace / "data.txt").write_text("some words")
     rec = Recorder()
     try:
@@ -70,7 +80,7 @@ async def test_a_failed_writing_round_hands_off_with_a_degraded_document(double_
                                                                         tmp_path: Path) -> None:
     fault = {"say": "never", "fault": {"kind": "http", "status": 529, "persistent": True}}
     md = await double_factory(scenario_of(SUCCESSOR, working(fault)))
-    rt = make_runtime(tmp_path, md, cli_home, window=10_000)  # no workbench: the document lives in the prompt
+    rt = make_runtime(tmp_path, md, cli_home, handoff=tenths())  # no workbench: the document lives in the prompt
     (rt.workspace / "data.txt").write_text("some words")
     rec = Recorder()
     try:
@@ -86,12 +96,14 @@ async def test_a_failed_writing_round_hands_off_with_a_degraded_document(double_
     assert "[Read] data.txt" in brief
 
 
-async def test_an_overflow_takes_the_handoff_path(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+async def test_an_overflow_takes_the_handoff_path(double_factory: Any, cli_home: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the level it learns stays in this test
     md = await double_factory(scenario_of(SUCCESSOR, {"name": "main", "turn": [
         {"say": "Working.", "call": [{"tool": "Read", "input": {"file_path": "data.txt"}}]},
         {"say": "never", "fault": {"kind": "overflow", "persistent": True}},
     ]}))
-    rt = make_runtime(tmp_path, md, cli_home)  # default window: the threshold is never reached
+    rt = make_runtime(tmp_path, md, cli_home)  # default window (1M): the threshold is never reached
     (rt.workspace / "data.txt").write_text("some words")
     rec = Recorder()
     try:
@@ -102,6 +114,9 @@ async def test_an_overflow_takes_the_handoff_path(double_factory: Any, cli_home:
     assert r.ok and r.attempts == 1 and len(r.retired) == 1 and r.text.endswith("Successor continues.")
     # No writing round: an overflowing session cannot take one more turn.
     assert [q.served for q in md.model_requests("main")] == ["turn", "fault:overflow"]
+    writing = rec.kinds("handoff")[0].payload
+    assert writing["window"] == 1_000_000 and writing["overflow"] is True
+    assert calibrated_window(None, md.env(cli_home)) == writing["context"] > 0  # what the next guess starts from
 
 
 async def test_the_generation_brake_stops_an_endless_handoff(double_factory: Any, cli_home: Path,
@@ -112,7 +127,7 @@ async def test_the_generation_brake_stops_an_endless_handoff(double_factory: Any
          "usage": {"input_tokens": 9000}},
         {"say": DOC, "delay_s": 1.0}]}
     md = await double_factory(scenario_of(greedy, working({"say": DOC, "delay_s": 1.0})))
-    rt = make_runtime(tmp_path, md, cli_home, window=10_000, max_generations=1)
+    rt = make_runtime(tmp_path, md, cli_home, handoff=tenths(), max_generations=1)
     (rt.workspace / "data.txt").write_text("some words")
     try:
         r = await rt.run(spec(), "Count the words in data/.")
@@ -120,3 +135,25 @@ async def test_the_generation_brake_stops_an_endless_handoff(double_factory: Any
         rt.close()
     assert not r.ok and r.error and r.error.startswith("handoff brake") and "window" in r.error
     assert len(r.retired) == 1 and r.session_id not in r.retired
+
+
+async def test_a_second_degraded_handoff_in_a_row_stops_the_step(double_factory: Any, cli_home: Path,
+                                                                 tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the original: handing off again on an assembled document after one already was only burns money."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    overflow = {"say": "never", "fault": {"kind": "overflow", "persistent": True}}
+    successor = {"name": "successor", "match": "taking over this task", "turn": [overflow]}
+    md = await double_factory(scenario_of(successor, {"name": "main", "turn": [
+        {"say": "Working.", "call": [{"tool": "Read", "input": {"file_path": "data.txt"}}]}, overflow]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    (rt.workspace / "data.txt").write_text("some words")
+    rec = Recorder()
+    try:
+        r = await rt.run(spec(), "Count the words in data/.", on_event=rec)
+    finally:
+        rt.close()
+    assert not r.ok and r.error is not None and r.error.startswith("handoff brake: 2 degraded handoffs in a row")
+    assert "window=" in r.error and "headroom=" in r.error
+    assert len(r.retired) == 2 and rec.phases() == ["writing", "done", "writing", "done"]
+    assert [q.served for q in md.model_requests("successor")] == ["fault:overflow"]  # no third session

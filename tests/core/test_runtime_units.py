@@ -50,29 +50,36 @@ def test_retry_decisions() -> None:
     assert Resilience.coerce(policy) is policy
 
 
-def test_default_window_reads_the_model_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL"):
+def test_default_window_reads_the_model_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no calibration from a real home
+    for var in ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "FLOWER_WINDOW"):
         monkeypatch.delenv(var, raising=False)
-    assert default_window() == 200_000
-    assert default_window("claude-sonnet-4-5") == 200_000
-    assert default_window("claude-opus-4-6[1m]") == 1_000_000
+    assert default_window() == 1_000_000  # the original's guess: a name that says nothing is a 1M model
+    assert default_window("claude-sonnet-4-5") == 1_000_000
+    assert default_window("claude-haiku-4-5") == 200_000
+    assert default_window("claude-haiku-4-5[1m]") == 1_000_000  # the 1m token is read first
     assert default_window("claude-sonnet-4-5-1m") == 1_000_000
-    assert default_window("claude-haiku-4-5-21m") == 200_000  # "1m" inside a longer token does not count
-    assert default_window(None, {"ANTHROPIC_MODEL": "opus[1m]"}) == 1_000_000
+    assert default_window("claude-sonnet-4-5", plain=200_000) == 200_000  # the bridge's guess
+    assert default_window("claude-opus-4-6[1m]", plain=200_000) == 1_000_000
+    assert default_window("claude-haiku-4-5-21m", plain=200_000) == 200_000  # "1m" inside a longer token
+    assert default_window(None, {"ANTHROPIC_MODEL": "claude-haiku-4-5"}) == 200_000
     monkeypatch.setenv("ANTHROPIC_MODEL", "claude-x[1M]")
-    assert default_window() == 1_000_000
+    assert default_window(plain=200_000) == 1_000_000
 
 
 def test_policy_thresholds_and_overrides() -> None:
-    policy = HandoffPolicy(window=10_000)
-    assert (policy.warn_at(10_000), policy.at(10_000)) == (7_000, 8_000)
-    assert policy.window_for("claude-opus-4-6[1m]") == 10_000
-    assert HandoffPolicy().window_for("claude-opus-4-6[1m]") == 1_000_000
+    policy = HandoffPolicy(window=200_000)
+    assert (policy.room, policy.at, policy.warn_at) == (50_000, 150_000, 130_000)
+    assert policy.window_for("claude-opus-4-6[1m]") == 200_000
+    fractions = HandoffPolicy(window=10_000, near=0.7, trigger=0.8)
+    assert (fractions.warn_at_for(10_000), fractions.at_for(10_000)) == (7_000, 8_000)
     inverted = HandoffPolicy(near=0.9, trigger=0.5)
-    assert inverted.warn_at(1000) <= inverted.at(1000)
+    assert inverted.warn_at_for(1000) <= inverted.at_for(1000)
     coerced = HandoffPolicy.coerce(True, window=50_000, max_generations=2)
     assert (coerced.enabled, coerced.window, coerced.max_generations) == (True, 50_000, 2)
     assert HandoffPolicy.coerce(False).enabled is False
+    assert HandoffPolicy.coerce(policy) is policy
+    assert HandoffPolicy.coerce(policy, window=9).window == 9 and policy.window == 200_000  # a copy
 
 
 def test_overflow_signal() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from flower_core import HandoffPolicy
 from tests.support.runtime_support import Recorder, make_runtime, spec
 
 
@@ -25,7 +26,8 @@ async def test_flaky_is_ridden_out_by_retries(double_factory: Any, cli_home: Pat
 
 async def test_long_hands_off_once_with_a_small_window(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
     md = await double_factory("long")
-    rt = make_runtime(tmp_path, md, cli_home, window=10_000)
+    # the bridge's fractions: the original's thresholds (50k of room, a 10k floor) never trigger on a 10k window
+    rt = make_runtime(tmp_path, md, cli_home, handoff=HandoffPolicy(window=10_000, near=0.70, trigger=0.80))
     rec = Recorder()
     try:
         r = await rt.run(spec(), "count the files", on_event=rec)
