@@ -256,14 +256,16 @@ async def test_a_question_waiting_longer_than_the_idle_limit_is_not_a_hung_cli(d
         {"say": "Asking.", "call": [{"tool": "mcp__human__ask", "input": {"question": "Which colour?"}}]},
         {"say": "Colour: {last_tool_result}"},
     ]}))
-    idle = 1.0
+    # Long enough that a loaded machine's CLI start or answer-to-next-message gap never passes it (1 s did,
+    # beside two `yes` in CI); the question waits twice as long.
+    idle = 6.0
     rt = make_runtime(tmp_path, md, cli_home, resilience=Resilience(base_delay=0.01, max_delay=0.05, jitter=0.0,
                                                                     idle_timeout=idle))
     loop = asyncio.get_running_loop()
 
     def answer_late(ev: Event) -> None:
         if ev.kind == "ask" and ev.payload.get("state") == "asked":
-            loop.call_later(3 * idle, ch.answer, str(ev.payload["id"]), "blue")
+            loop.call_later(2 * idle, ch.answer, str(ev.payload["id"]), "blue")
 
     ch = HumanChannel(on_event=answer_late)
     try:
