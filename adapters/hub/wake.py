@@ -100,9 +100,11 @@ class Restarts:
             why = ""
             if self.wake_on_start or record.status == RunStatus.PARKED:
                 leave = await window.enter()
-                if self.book.is_live(record.run_id):  # a person woke it while it waited for its turn
+                now = self.store.get_run(record.run_id)  # a person may have woken it (or it ended) meanwhile
+                if now is None or self.book.is_live(record.run_id) or now.status not in LIVE_STATUSES | ASLEEP:
                     leave()
                     continue
+                record = now
                 live, why = self._bring_back(record)
                 if live is not None:
                     live.when_back(leave)
