@@ -27,7 +27,7 @@ from flower_core.runtime.handoff import (
     remember_overflow,
 )
 from tests.conftest import scenario_of
-from tests.support.runtime_support import Recorder, make_runtime, spec
+from tests.support.runtime_support import Recorder, count_words, make_runtime, spec
 
 ROUTE = {"ANTHROPIC_BASE_URL": "https://gw.example/v1", "ANTHROPIC_MODEL": "claude-opus-5[1m]"}
 READ = [{"tool": "Read", "input": {"file_path": "data.txt"}}]
@@ -172,11 +172,6 @@ async def test_the_bridge_policy_neither_records_nor_reads_a_level(double_factor
     ]}))
     bridge = HandoffPolicy(near=0.70, trigger=0.80, max_generations=5, plain_window=200_000, calibrate=False)
     rt = make_runtime(tmp_path, md, cli_home, handoff=bridge)
-    (rt.workspace / "data.txt").write_text("some words")
-    rec = Recorder()
-    try:
-        r = await rt.run(spec(), "Count the words.", on_event=rec)
-    finally:
-        rt.close()
+    r, rec = await count_words(rt, "Count the words.")
     assert r.ok and len(r.retired) == 1 and rec.kinds("handoff")[0].payload["window"] == 200_000
     assert not calibration_path().exists()

@@ -11,7 +11,7 @@ import pytest
 from flower_core.runtime import HandoffPolicy
 from flower_core.runtime.handoff import calibrated_window
 from tests.conftest import scenario_of
-from tests.support.runtime_support import Recorder, make_runtime, spec
+from tests.support.runtime_support import count_words, make_runtime, spec
 
 DOC = """## Goal
 Count the words in data/.
@@ -54,12 +54,7 @@ async def test_handoff_writes_a_document_and_a_fresh_session_takes_over(double_f
     md = await double_factory(scenario_of(SUCCESSOR, working({"say": DOC, "delay_s": 1.0})))
     bench = SimpleNamespace(notes=tmp_path / "bench" / "notes")
     rt = make_runtime(tmp_path, md, cli_home, handoff=tenths(), workbench=bench)
-    (rt.workspace / "data.txt").write_text("some words")
-    rec = Recorder()
-    try:
-        r = await rt.run(spec(), "Count the words in data/.", step_name="count", on_event=rec)
-    finally:
-        rt.close()
+    r, rec = await count_words(rt, step_name="count")
     assert rec.phases() == ["near", "writing", "done"]
     near, _, done = rec.kinds("handoff")
     assert near.payload == {"phase": "near", "step": "count", "context": 7500, "window": 10_000, "at": 8000}
@@ -81,12 +76,7 @@ async def test_a_failed_writing_round_hands_off_with_a_degraded_document(double_
     fault = {"say": "never", "fault": {"kind": "http", "status": 529, "persistent": True}}
     md = await double_factory(scenario_of(SUCCESSOR, working(fault)))
     rt = make_runtime(tmp_path, md, cli_home, handoff=tenths())  # no workbench: the document lives in the prompt
-    (rt.workspace / "data.txt").write_text("some words")
-    rec = Recorder()
-    try:
-        r = await rt.run(spec(), "Count the words in data/.", on_event=rec)
-    finally:
-        rt.close()
+    r, rec = await count_words(rt)
     assert rec.phases() == ["near", "writing", "done"]
     done = rec.kinds("handoff")[-1].payload
     assert done["degraded"] is True and done["path"] is None
@@ -104,12 +94,7 @@ async def test_an_overflow_takes_the_handoff_path(double_factory: Any, cli_home:
         {"say": "never", "fault": {"kind": "overflow", "persistent": True}},
     ]}))
     rt = make_runtime(tmp_path, md, cli_home)  # default window (1M): the threshold is never reached
-    (rt.workspace / "data.txt").write_text("some words")
-    rec = Recorder()
-    try:
-        r = await rt.run(spec(), "Count the words in data/.", on_event=rec)
-    finally:
-        rt.close()
+    r, rec = await count_words(rt)
     assert rec.phases() == ["writing", "done"] and rec.kinds("handoff")[-1].payload["degraded"] is True
     assert r.ok and r.attempts == 1 and len(r.retired) == 1 and r.text.endswith("Successor continues.")
     # No writing round: an overflowing session cannot take one more turn.
@@ -147,12 +132,7 @@ async def test_a_second_degraded_handoff_in_a_row_stops_the_step(double_factory:
     md = await double_factory(scenario_of(successor, {"name": "main", "turn": [
         {"say": "Working.", "call": [{"tool": "Read", "input": {"file_path": "data.txt"}}]}, overflow]}))
     rt = make_runtime(tmp_path, md, cli_home)
-    (rt.workspace / "data.txt").write_text("some words")
-    rec = Recorder()
-    try:
-        r = await rt.run(spec(), "Count the words in data/.", on_event=rec)
-    finally:
-        rt.close()
+    r, rec = await count_words(rt)
     assert not r.ok and r.error is not None and r.error.startswith("handoff brake: 2 degraded handoffs in a row")
     assert "window=" in r.error and "headroom=" in r.error
     assert len(r.retired) == 2 and rec.phases() == ["writing", "done", "writing", "done"]

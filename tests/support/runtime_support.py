@@ -9,7 +9,7 @@ from typing import Any
 
 from flower_core.devmodel import ModelDouble
 from flower_core.events import Event
-from flower_core.runtime import HandoffPolicy, Resilience, Runtime
+from flower_core.runtime import HandoffPolicy, Resilience, Runtime, StepResult
 from flower_core.spec import AgentSpec
 
 FAST = Resilience(max_attempts=3, base_delay=0.01, max_delay=0.05, jitter=0.0, idle_timeout=60.0)
@@ -24,6 +24,17 @@ def spec(name: str = "worker", **kw: Any) -> AgentSpec:
     kw.setdefault("allowed_tools", ["Read", "Glob", "Grep"])
     kw.setdefault("max_turns", 12)
     return AgentSpec(name=name, **kw)
+
+
+async def count_words(rt: Runtime, prompt: str = "Count the words in data/.",
+                      **kw: Any) -> tuple[StepResult, Recorder]:
+    """One step of ``spec()`` in a workspace holding data.txt, its events recorded; the runtime is closed after."""
+    (rt.workspace / "data.txt").write_text("some words")
+    rec = Recorder()
+    try:
+        return await rt.run(spec(), prompt, on_event=rec, **kw), rec
+    finally:
+        rt.close()
 
 
 def small_window(window: int = 10_000, **kw: Any) -> HandoffPolicy:
