@@ -74,10 +74,14 @@ def _calibrations(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _level(tokens: object) -> int | None:
+    """A kept level as a positive number of tokens; anything else (a hand-edited file) counts as none."""
+    return int(tokens) if isinstance(tokens, int | float) and not isinstance(tokens, bool) and tokens > 0 else None
+
+
 def calibrated_window(model: str | None = None, env: Mapping[str, str] | None = None) -> int | None:
     """The context level this route last overflowed at (the smallest seen), or None."""
-    tokens = _calibrations(calibration_path(env)).get(calibration_key(model, env))
-    return int(tokens) if isinstance(tokens, int | float) and not isinstance(tokens, bool) and tokens > 0 else None
+    return _level(_calibrations(calibration_path(env)).get(calibration_key(model, env)))
 
 
 def remember_overflow(context: int, model: str | None = None, env: Mapping[str, str] | None = None) -> None:
@@ -90,9 +94,8 @@ def remember_overflow(context: int, model: str | None = None, env: Mapping[str, 
         return
     path = calibration_path(env)
     data, key = _calibrations(path), calibration_key(model, env)
-    known = data.get(key)
-    known = known if isinstance(known, int | float) and not isinstance(known, bool) and known > 0 else None
-    data[key] = min(int(known), int(context)) if known else int(context)
+    known = _level(data.get(key))
+    data[key] = min(known, int(context)) if known else int(context)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{CALIBRATION_FILE}.{os.getpid()}.tmp")  # whole file or nothing, for other readers
