@@ -85,7 +85,8 @@ class ModelDouble:
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_route("*", "/{tail:.*}", self._other)
-        self._runner = web.AppRunner(app, access_log=None)
+        # A reply held back (delay_s) for a CLI that was killed meanwhile must not hold stop() for aiohttp's 60 s.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import EllipsisType
 from typing import Any
@@ -77,6 +77,9 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._parked: set[str] = set()  # asks taken off their tool call (the CLI was closed); never shrinks
         self._keepers: dict[str, Callable[[str, str], None]] = {}  # see keep_outcomes
+        # Awaited before a question's "asked" event (what shows its card): the runtime makes what brings the
+        # question back after a crash durable first (parking.py). Bounded by its owner; errors go to ui_errors.
+        self.before_shown: Callable[[Ask], Awaitable[None]] | None = None
 
     # ----- names and server -------------------------------------------------------------------------
 
@@ -140,9 +143,10 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
             # Settled without waiting: no "asked" event, never pending.
             self._finish(ask, immediate, "", reply=problem)
             return ask
-        self._emit(ask.event(self.remaining))
-        self._wake_pullers()
         try:
+            await self._before_shown(ask)
+            self._emit(ask.event(self.remaining))
+            self._wake_pullers()
             await asyncio.wait({fut}, timeout=wait)
             if ask.id in self._parked:  # the runtime is closing this call: it must never return to the CLI
                 await loop.create_future()
@@ -155,6 +159,15 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         else:
             await fut  # someone claimed it first; their settlement is already scheduled onto this loop
         return ask
+
+    async def _before_shown(self, ask: Ask) -> None:
+        hook = self.before_shown
+        if hook is None:
+            return
+        try:
+            await hook(ask)
+        except Exception as exc:  # shown all the same: a card late beats a question nobody sees
+            self.ui_errors.append(exc)
 
     def take_mail(self) -> list[Mail]:
         """Hand all queued mail to the model (the inbox tool) and mark it delivered."""

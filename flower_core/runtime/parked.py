@@ -165,6 +165,22 @@ def result_entry(call: Mapping[str, Any], call_id: str, text: str, *, is_error: 
     return entry
 
 
+def prompt_entry(after: Mapping[str, Any], text: str, *, now: float | None = None) -> dict[str, Any]:
+    """A user prompt entry chained after ``after`` (any entry of the session), shaped like the CLI's own."""
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    entry: dict[str, Any] = {
+        "parentUuid": after.get("uuid"),
+        "isSidechain": False,
+        "promptId": str(uuid.uuid4()),
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "uuid": str(uuid.uuid4()),
+        "timestamp": stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    }
+    entry.update({k: after[k] for k in _INHERITED if k in after})
+    return entry
+
+
 # ---- the record ------------------------------------------------------------------------------------
 @dataclass
 class ParkRecord:

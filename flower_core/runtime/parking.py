@@ -22,15 +22,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from flower_core.events import Event
 from flower_core.runtime import park_approval
 from flower_core.runtime.attempt import Outcome
-from flower_core.runtime.handoff import interrupt_prompt
+from flower_core.runtime.handoff import human_addendum, interrupt_prompt
+from flower_core.runtime.handover import CONTINUE, hand_over
 from flower_core.runtime.park_calls import Calls, parkable, waiting_ask
 from flower_core.runtime.parked import (
     WITHDRAWN,
@@ -53,6 +56,8 @@ if TYPE_CHECKING:
     from flower_core.runtime.generation import StepState
     from flower_core.session_store import SQLiteSessionStore
 
+log = logging.getLogger(__name__)
+
 PARKED, UNPARKED = "parked", "unparked"
 # The one line the model reads after its tool result when a parked run resumes.
 RESUME_NOTE = "(Your question waited a while for the person; their reply is the tool result above. Continue.)"
@@ -60,6 +65,10 @@ RESUME_NOTE = "(Your question waited a while for the person; their reply is the 
 UNANSWERED = "The reply to your question “{question}”: {reply}"
 
 AttemptFn = Callable[..., Awaitable[Outcome]]
+# Durable before shown: how long a question waits for its call's turn to reach the store before it is shown
+# anyway, and how often it looks (the SDK writes the store in the background, "eager" flush: milliseconds).
+SHOW_WAIT_S = 10.0
+SHOW_POLL_S = 0.02
 
 
 @dataclass
@@ -132,18 +141,24 @@ class Parking:
         if channel is None:
             if resume and first and not fork:
                 await self._close_cut_off(resume, state)
+                said = await self._hand_over(resume, prompt, state, None)
+                return await self._attempt(spec if said is not None else _continuing(spec), said, resume, fork, state)
             return await self._attempt(spec, prompt, resume, fork, state)
         parked = await self._restore(resume, fork, state, channel, adopt=first) if resume else None
+        run_prompt: str | None = prompt
+        run_spec = spec  # the first attempt's own: it may continue the stored turn (handover.py)
         if resume and first and not fork and parked is None:
             await self._close_cut_off(resume, state)
-        run_prompt: str | None = prompt
-        if resume and first and parked is None and prompt is not None:
+            run_prompt = await self._hand_over(resume, prompt, state, channel)
+            if run_prompt is None:
+                run_spec = _continuing(spec)
+        elif resume and first and parked is None and prompt is not None:
             run_prompt = with_kept_mail(prompt, channel)
         allowed: ParkRecord | None = None  # an approval allowed while parked: the CLI makes its call again
         while True:
             if parked is None:
                 try:
-                    out = await self._watched(spec, run_prompt, resume, fork, state, channel)
+                    out = await self._watched(run_spec, run_prompt, resume, fork, state, channel)
                 except asyncio.CancelledError:
                     taken = self._parking.pop(id(state), None)
                     if taken is not None:  # stopped while being parked: nobody will collect its outcome
@@ -162,6 +177,7 @@ class Parking:
             note, answered = await self._wait(record, ask, state, channel)
             if answered:  # the CLI continues the stored turn itself: the note is its only new user text
                 spec = replace(spec, env={**getattr(spec, "env", {}), **continue_env(note)})
+            run_spec = spec
             run_prompt, resume, fork, parked = None if answered else note, record.session_id, False, None
             allowed = record if record.kind and record.decision in ("once", "run") else None
 
@@ -172,6 +188,7 @@ class Parking:
             return await self._attempt(spec, prompt, resume, fork, state)
         calls = self._calls[id(state)] = Calls()
         watcher = asyncio.ensure_future(self._watch(state, channel, calls))
+        channel.before_shown = partial(self._before_shown, state, channel, calls)
         kept = False
         try:
             return await self._attempt(spec, prompt, resume, fork, state)
@@ -179,6 +196,7 @@ class Parking:
             kept = True  # stopped, or the process is going away: a marked approval is asked again after it
             raise
         finally:
+            channel.before_shown = None
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
@@ -186,6 +204,29 @@ class Parking:
             mark = self._marks.pop(id(state), None)
             if mark is not None and not kept and id(state) not in self._parking:
                 park_approval.drop(self.records, mark)  # the attempt is over: nothing waits on it now
+
+    async def _before_shown(self, state: StepState, channel: Any, calls: Calls, ask: Any) -> None:
+        """Durable before shown: a question (or approval) a call waits on is shown only once that call's turn
+        is in the store, so a process killed from then on brings it back on its old card; an approval's record
+        is written too. Bounded by SHOW_WAIT_S (then shown all the same, and said in the log)."""
+        if getattr(ask, "kind", "") not in ("", park_approval.KIND):
+            return  # the runtime's own questions (the cost cap) are asked between attempts: nothing to store
+        deadline = time.monotonic() + SHOW_WAIT_S
+        while True:
+            call_id = next((cid for cid, (tool, args) in list(calls.main.items())
+                            if waiting_ask(channel, tool, args if isinstance(args, dict) else {}) is ask), None)
+            call = await self._open_call(state.session, call_id) if call_id and state.session else None
+            if call is not None and call_id is not None:
+                if ask.kind == park_approval.KIND and self.policy.enabled:
+                    await self._mark(state, channel, ask, call_id)
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.warning("question %s shown before its call was stored (after %.0f s)", ask.id, SHOW_WAIT_S)
+                return
+            calls.changed.clear()
+            with contextlib.suppress(TimeoutError):  # the store is written in the background: look again soon
+                await asyncio.wait_for(calls.changed.wait(), min(left, SHOW_POLL_S))
 
     async def _watch(self, state: StepState, channel: Any, calls: Calls) -> None:
         """Sleep until the sole call in flight waits on a question or approval asked ``after_s`` ago; then park.
@@ -295,6 +336,29 @@ class Parking:
         options = [str(o) for o in args.get("options") or [] if isinstance(o, str | int | float)]
         return ParkRecord(sid, call_id, state.result.step, question, options, asked_at or time.time())
 
+    async def _hand_over(self, sid: str, prompt: str | None, state: StepState, channel: Any) -> str | None:
+        """When the session ends on input the model never had a turn on, store the note (handover.py) and
+        return None: the attempt continues the stored turn. Otherwise the prompt to send, with the kept mail.
+        Kept mail and words go in the note; after an earlier note only what is new."""
+        taken: list[str] = []
+
+        def full() -> str:
+            taken.append(with_kept_mail(prompt, channel) if channel is not None and prompt else prompt or "")
+            return taken[-1]
+
+        def since() -> str:
+            words = human_addendum("", state.carried or "").strip()
+            mail = with_kept_mail("", channel).strip() if channel is not None else ""
+            return "\n\n".join(p for p in (words, mail) if p)
+
+        try:
+            if await hand_over(self.store, self._key(sid), ask_tool=str(getattr(channel, "tool_name", "") or ""),
+                               prompt=full, since=since):
+                return None
+        except Exception as exc:  # a store problem: resume with the prompt as before rather than not at all
+            log.warning("hand-over of session %s not written: %r", sid, exc)
+        return taken[-1] if taken else full()
+
     async def _close_cut_off(self, sid: str, state: StepState) -> None:
         try:
             cut = await close_cut_off(self.store, self._key(sid))
@@ -384,6 +448,11 @@ class Parking:
     def _keep(self, record: ParkRecord) -> None:
         with contextlib.suppress(OSError):
             self.records.save(record)
+
+
+def _continuing(spec: Any) -> Any:
+    """The spec of an attempt that continues the stored turn instead of sending a prompt."""
+    return replace(spec, env={**getattr(spec, "env", {}), **continue_env(CONTINUE)})
 
 
 def _event(what: str, record: ParkRecord, ask_id: str, *, restored: bool, outcome: str = "") -> Event:

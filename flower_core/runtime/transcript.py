@@ -8,7 +8,9 @@ over its entries, newest state last):
   so input given to the dead process can be checked for ("was this mail delivered?");
 - ``ask_calls``: the questions the model asked and what each call returned, if anything;
 - ``cut_off_calls``: tool calls of the last assistant turn that never got a result: the process died
-  while they ran, so nobody knows whether they took effect.
+  while they ran, so nobody knows whether they took effect;
+- ``unacted``: what reached the session after its last assistant turn (tool results, prompts): the
+  model never had a turn on it, so the next one must carry it (handover.py).
 
 ``Runtime.session_facts`` gathers the first two over a run's sessions; resume.py answers cut-off
 calls before a session resumes.
@@ -193,3 +195,26 @@ def cut_off_calls(entries: Iterable[Mapping[str, Any]]) -> list[CutOff]:
                 out.append(CutOff(block["id"], str(block.get("name", "")), _args(block), dict(main[i])))
     return out
 
+
+def unacted(entries: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The main-thread user entries after the session's last assistant entry (all of them when the model
+    never spoke): input the model has not had a turn on. Empty when the session ends on the model's turn."""
+    main = _main(entries)
+    last = next((i for i in range(len(main) - 1, -1, -1) if main[i].get("type") == "assistant"), -1)
+    return main[last + 1:]
+
+
+def calls_by_id(entries: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every main-thread tool call of a session: its id -> (tool name, input)."""
+    return {str(b["id"]): (str(b.get("name", "")), _args(b)) for e in _main(entries) if e.get("type") == "assistant"
+            for b in _blocks(e) if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)}
+
+
+def user_blocks(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A user entry's content as blocks (a plain string prompt is one text block)."""
+    return [b for b in _blocks(entry) if isinstance(b, dict)]
+
+
+def block_text(block: Mapping[str, Any]) -> str:
+    """The text of a text block, or of a tool result's content."""
+    return str(block.get("text", "")) if block.get("type") == "text" else _text_of(block.get("content"))

@@ -1,0 +1,119 @@
+"""The hand-over through the real SDK + bundled CLI on the model double: a process dies after the person's
+answer was stored as the question's tool result and before the model's next turn; the next process's
+first request carries that answer as its input, said plainly, with no "No response requested." stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import project_key_for_directory
+
+from flower_core.human import HumanChannel
+from flower_core.runtime import Runtime
+from flower_core.runtime.handover import HEAD, hand_over
+from flower_core.runtime.transcript import unacted
+from flower_core.session_store import stored_entries
+from tests.conftest import scenario_of
+from tests.support.parking_support import Events, ask_call
+from tests.support.runtime_support import make_runtime, spec
+
+RESUME = "You were cut off by a restart. Continue where you were; ask again what was not answered."
+ASKING = {"say": "Asking.", "call": [ask_call("Which colour?", ["red", "blue"])]}
+ANSWERED = {"say": "The human said: {last_tool_result}"}
+
+
+def _key(rt: Runtime, sid: str) -> Any:
+    return {"project_key": project_key_for_directory(str(rt.workspace)), "session_id": sid}
+
+
+async def _died_after_the_answer(double_factory: Any, cli_home: Path, tmp_path: Path) -> tuple[Any, str]:
+    """A step asks, is answered "blue", and its process dies while the model's next turn is on its way
+    (the double holds that reply): the session ends on the CLI's own tool result. Returns (double, sid)."""
+    md = await double_factory(scenario_of({"name": "main", "turn": [ASKING, {**ANSWERED, "delay_s": 120}]}))
+    rec = Events()
+    ch = HumanChannel(timeout_s=60, on_event=rec)
+    rt = make_runtime(tmp_path, md, cli_home)
+    task = asyncio.create_task(rt.run(spec(channel=ch), "pick a colour", step_name="ask", on_event=rec))
+    try:
+        asked = await rec.until(lambda ev: ev.kind == "ask" and ev.payload.get("state") == "asked")
+        assert ch.answer(str(asked.payload["id"]), "blue")
+        await md.wait_for(lambda reqs: any(r.turn == 1 for r in reqs if r.path == "/v1/messages"))
+        sid = next(str(e.payload["session_id"]) for e in rec.events if e.payload.get("session_id"))
+        for _ in range(200):  # the CLI's transcript reaches the store asynchronously: wait for the result entry
+            if any(e.get("type") == "user" for e in unacted(await stored_entries(rt.store, _key(rt, sid)))):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the answer's tool result never reached the store")
+    finally:
+        task.cancel()  # the process dies: its CLI goes with it
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        rt.close()
+    md.scenario = scenario_of({"name": "main", "turn": [ASKING, ANSWERED]})  # the model answers at once now
+    return md, sid
+
+
+def _last_message(req: Any) -> str:
+    return str(req.body["messages"][-1]["content"])
+
+
+async def test_the_first_turn_after_a_restart_carries_the_stored_answer(double_factory: Any, cli_home: Path,
+                                                                         tmp_path: Path) -> None:
+    md, sid = await _died_after_the_answer(double_factory, cli_home, tmp_path)
+    asked = len(md.model_requests())
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        result = await rt.run(spec(channel=HumanChannel(timeout_s=60)), RESUME, step_name="ask", resume=sid)
+    finally:
+        rt.close()
+    assert result.ok and result.text.endswith("The human said: blue")
+    first = md.model_requests()[asked]
+    assert first.turn == 1  # the answered turn itself goes on: no stand-in assistant turn was added
+    assert "No response requested." not in str(first.body["messages"])
+    last = first.body["messages"][-1]
+    assert last["role"] == "user" and last["content"][0]["type"] == "tool_result"
+    assert "Your question “Which colour?” got this reply: blue" in _last_message(first)
+    assert HEAD in _last_message(first) and RESUME in _last_message(first)
+    assert len(md.model_requests()) == asked + 1  # one turn, which ends the step
+
+
+async def test_a_second_death_during_the_hand_over_adds_only_what_is_new(double_factory: Any, cli_home: Path,
+                                                                         tmp_path: Path) -> None:
+    md, sid = await _died_after_the_answer(double_factory, cli_home, tmp_path)
+    rt = make_runtime(tmp_path, md, cli_home)
+    key = _key(rt, sid)
+    try:
+        # The next process stores its note and dies before the model's turn; the one after it is told more words.
+        assert await hand_over(rt.store, key, ask_tool="mcp__human__ask", prompt=lambda: RESUME, since=lambda: "x")
+        assert await hand_over(rt.store, key, ask_tool="mcp__human__ask", prompt=lambda: RESUME,
+                               since=lambda: "The human also said (mid-run): use green instead")
+        tail = unacted(await stored_entries(rt.store, key))
+        assert [str(e["message"]["content"]).count(HEAD) for e in tail if e["type"] == "user"][-2:] == [1, 0]
+        asked = len(md.model_requests())
+        result = await rt.run(spec(channel=HumanChannel(timeout_s=60)), RESUME, step_name="ask", resume=sid)
+    finally:
+        rt.close()
+    assert result.ok
+    first = md.model_requests()[asked]
+    said = _last_message(first)
+    assert said.count(HEAD) == 1 and said.count("got this reply: blue") == 1 and "use green instead" in said
+    assert "No response requested." not in str(first.body["messages"])
+
+
+async def test_a_session_that_ends_on_the_model_turn_resumes_with_its_prompt(double_factory: Any, cli_home: Path,
+                                                                             tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Hello."}, {"say": "Again."}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        first = await rt.run(spec(), "say hello", step_name="hi")
+        asked = len(md.model_requests())
+        again = await rt.run(spec(), "say it again", step_name="hi", resume=first.session_id)
+    finally:
+        rt.close()
+    assert first.ok and again.ok and again.text == "Again."
+    req = md.model_requests()[asked]
+    assert HEAD not in str(req.body["messages"]) and "say it again" in _last_message(req)
