@@ -117,6 +117,7 @@ class Parking:
         self._calls: dict[int, Calls] = {}  # per running step (id of its StepState)
         self._parking: dict[int, tuple[Any, str, ParkRecord]] = {}  # step -> (ask, call id, record) being parked
         self._marks: dict[int, ParkRecord] = {}  # step -> its approval waiting live, marked (park_approval)
+        self._marked: dict[int, str] = {}  # step -> the ask id of that approval
         self._resumed: set[int] = set()  # steps whose first attempt was looked at (see _close_cut_off)
 
     # -- the runtime's hooks ------------------------------------------------------------------------
@@ -201,6 +202,7 @@ class Parking:
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             self._calls.pop(id(state), None)
+            self._marked.pop(id(state), None)
             mark = self._marks.pop(id(state), None)
             if mark is not None and not kept and id(state) not in self._parking:
                 park_approval.drop(self.records, mark)  # the attempt is over: nothing waits on it now
@@ -224,9 +226,7 @@ class Parking:
             if left <= 0:
                 log.warning("question %s shown before its call was stored (after %.0f s)", ask.id, SHOW_WAIT_S)
                 return
-            calls.changed.clear()
-            with contextlib.suppress(TimeoutError):  # the store is written in the background: look again soon
-                await asyncio.wait_for(calls.changed.wait(), min(left, SHOW_POLL_S))
+            await asyncio.sleep(min(left, SHOW_POLL_S))  # the store is written in the background: look again soon
 
     async def _watch(self, state: StepState, channel: Any, calls: Calls) -> None:
         """Sleep until the sole call in flight waits on a question or approval asked ``after_s`` ago; then park.
@@ -239,6 +239,7 @@ class Parking:
             if call is not None:
                 ask = waiting_ask(channel, call[1], call[2])
                 left = after if ask is None else ask.asked_at + after - time.time()
+                marked = self._marked.get(id(state), marked)  # (the card's own hook may have marked it first)
                 if park_approval.unmarked(channel, call[1], ask, marked):  # see park_approval.mark_waiting
                     marked = ask.id if ask is not None and await self._mark(state, channel, ask, call[0]) else ""
                     left = min(left, park_approval.MARK_POLL_S) if not marked else left
@@ -256,7 +257,10 @@ class Parking:
             return False  # not stored yet: a restart could not find it; look again soon
         record = ParkRecord(state.session, call_id, state.result.step, ask.question, list(ask.options), ask.asked_at)
         self._marks[id(state)] = record
-        return park_approval.mark_waiting(channel, ask, call, self.records, record)
+        if not park_approval.mark_waiting(channel, ask, call, self.records, record):
+            return False
+        self._marked[id(state)] = ask.id
+        return True
 
     async def _stop_for(self, state: StepState, channel: Any, ask: Any, call_id: str) -> bool:
         signal, sid = state.signal, state.session
