@@ -14,6 +14,7 @@ what was read: events are written before they are served.
 
 from __future__ import annotations
 
+import itertools
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -60,7 +61,7 @@ def numbers(events: list[dict[str, Any]]) -> list[int]:
 
 def increasing(events: list[dict[str, Any]]) -> bool:
     seqs = numbers(events)
-    return all(a < b for a, b in zip(seqs, seqs[1:], strict=False))
+    return all(a < b for a, b in itertools.pairwise(seqs))
 
 
 async def test_a_runs_events_are_served_with_their_seqs_across_restarts_and_go_on_above_them(

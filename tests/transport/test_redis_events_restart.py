@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.e2e.test_events_restart import increasing
 from tests.support.fleet_support import Api, Fleet
 from tests.support.redis_support import RedisServer
 
@@ -28,11 +29,6 @@ async def fleet(tmp_path: Path, redis_server: RedisServer) -> AsyncIterator[Flee
         yield f
     finally:
         await f.stop()
-
-
-def increasing(events: list[dict[str, Any]]) -> bool:
-    seqs = [int(e["seq"]) for e in events]
-    return all(a < b for a, b in zip(seqs, seqs[1:], strict=False))
 
 
 async def restart_front(fleet: Fleet) -> None:
