@@ -156,6 +156,7 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
             health.add(f.name, getattr(f, "health", None) or _unknown)
             if isinstance(f, WebFrontend):
                 f.ops = endpoints
+                f.keep_events_in(store)  # run event logs outlive the process (front of a fleet too)
         if cfg.redis_url is not None:
             health.add("redis", redis_probe(transport.redis if transport is not None else None))
         for f in frontends:

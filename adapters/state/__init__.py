@@ -10,6 +10,7 @@ from adapters.state.base import (
     RunRecord,
     RunStatus,
     StateStore,
+    StoredEvents,
 )
 from adapters.state.memory import MemoryStateStore
 from adapters.state.sqlite import SQLiteStateStore
@@ -26,4 +27,5 @@ __all__ = [
     "RunStatus",
     "SQLiteStateStore",
     "StateStore",
+    "StoredEvents",
 ]

@@ -6,14 +6,15 @@ Calls are synchronous and short (local SQLite or memory), so they are safe from 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from adapters.surface import ThreadRef
 
 __all__ = ["DEFAULT_DEDUPE_TTL_S", "LIVE_STATUSES", "AskMessage", "ChannelPolicy", "Mirror", "Receipt", "RunRecord",
-           "RunStatus", "StateStore"]
+           "RunStatus", "StateStore", "StoredEvents"]
 
 # Slack redelivers events for ~5 minutes; keep dedupe keys for longer than that.
 DEFAULT_DEDUPE_TTL_S = 900.0
@@ -108,6 +109,16 @@ class ChannelPolicy:
         object.__setattr__(self, "starters", None if starters is None else frozenset(starters))
         object.__setattr__(self, "responders", None if responders is None else frozenset(responders))
         object.__setattr__(self, "admins", frozenset(admins))
+
+
+class StoredEvents(NamedTuple):
+    """A run's event log as kept on disk (the web API's, adapters/web/events.py): `rows` are (seq, the
+    event as JSON) oldest first; `base` is the seq before the log's first event, `gone_upto` the newest
+    seq pushed out by the log's bound (`base` or less: none)."""
+
+    base: int
+    gone_upto: int
+    rows: Sequence[tuple[int, str]]
 
 
 @runtime_checkable

@@ -10,11 +10,20 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Mirror, Receipt, RunRecord, RunStatus
+from adapters.state.base import (
+    DEFAULT_DEDUPE_TTL_S,
+    AskMessage,
+    ChannelPolicy,
+    Mirror,
+    Receipt,
+    RunRecord,
+    RunStatus,
+    StoredEvents,
+)
 from adapters.surface import ThreadRef
 
 __all__ = ["SQLiteStateStore"]
@@ -49,6 +58,9 @@ CREATE TABLE IF NOT EXISTS intents (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, iid TEXT NOT NULL UNIQUE, data TEXT NOT NULL,
     settled TEXT NOT NULL DEFAULT '', settled_at REAL);
 CREATE INDEX IF NOT EXISTS intents_open ON intents(run_id, settled, seq);
+CREATE TABLE IF NOT EXISTS event_logs (run_id TEXT PRIMARY KEY, base INTEGER NOT NULL, gone_upto INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
 """
 SCHEMA_VERSION = "1"
 # Named, so a column added by a migration (at the end of an old table) reads the same as in a new one.
@@ -232,6 +244,32 @@ class SQLiteStateStore:
     def count_unsettled_intents(self) -> int:
         row = self._one("SELECT COUNT(*) FROM intents WHERE settled=''", ())
         return int(row[0]) if row else 0
+
+    # run event logs (the web API's): one transaction per batch; committed, so a SIGKILL loses none of it
+    def append_events(self, run_id: str, base: int, gone_upto: int, rows: Sequence[tuple[int, str]]) -> None:
+        """Add `rows` (seq, JSON) to the run's log and drop what its bound pushed out (seq <= gone_upto):
+        the table holds at most the log's bound per run. `base` is kept from the log's first batch."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "INSERT INTO event_logs(run_id, base, gone_upto) VALUES (?, ?, ?) ON CONFLICT(run_id)"
+                    " DO UPDATE SET gone_upto=MAX(gone_upto, excluded.gone_upto)", (run_id, base, gone_upto))
+                self._db.executemany("INSERT OR REPLACE INTO events(run_id, seq, body) VALUES (?, ?, ?)",
+                                     [(run_id, seq, body) for seq, body in rows if seq > gone_upto])
+                self._db.execute("DELETE FROM events WHERE run_id=? AND seq<=?", (run_id, gone_upto))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def load_events(self, run_id: str) -> StoredEvents | None:
+        with self._lock:
+            meta = self._db.execute("SELECT base, gone_upto FROM event_logs WHERE run_id=?", (run_id,)).fetchone()
+            if meta is None:
+                return None
+            rows = self._db.execute("SELECT seq, body FROM events WHERE run_id=? ORDER BY seq", (run_id,)).fetchall()
+        return StoredEvents(int(meta[0]), int(meta[1]), [(int(seq), str(body)) for seq, body in rows])
 
     # access
     def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None:

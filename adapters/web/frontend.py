@@ -2,6 +2,7 @@
 
     front = WebFrontend(host="127.0.0.1", port=8470, demo=True, db_path=root / "web-threads.db")
     hub = Hub({"web": front.surface}, store, ...)
+    front.keep_events_in(store)  # optional: run event logs outlive the process (the bot's state store)
     front.attach(hub)          # the run event log taps the hub
     await front.start()        # listening; prints the URL (with a generated token off loopback)
     ...
@@ -27,7 +28,7 @@ from adapters.platform.limits import WEB
 from adapters.state import RunRecord
 from adapters.surface import StartRefused, ThreadRef
 from adapters.web import api, files, page, stream
-from adapters.web.events import EventLogs
+from adapters.web.events import EventLogs, EventStore
 from adapters.web.guard import HTTP_LOG, Guard, is_loopback, new_token
 from adapters.web.surface import Watcher, WebSurface
 from flower_core import Event
@@ -80,6 +81,11 @@ class WebFrontend:
         self._say = say
         self.mirror_all = mirror_all  # show runs started on other front ends too
         self.surface.listeners.append(self._on_message)
+
+    def keep_events_in(self, store: EventStore) -> None:
+        """Keep the runs' event logs in `store`, so `/events` and the WebSockets serve them after a restart
+        with the same seqs (without one they live in memory only)."""
+        self.events.keep_in(store)
 
     # ---- the Frontend protocol ------------------------------------------------------------------
     @property
@@ -140,6 +146,7 @@ class WebFrontend:
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
+        self.events.close()  # the runs have stopped (the bot closes the hub first): their last events
         self.surface.close()
 
     # ---- addresses ------------------------------------------------------------------------------

@@ -154,6 +154,7 @@ async def _send_changes(ws: web.WebSocketResponse, w: Any, watching: Watching, *
         watching.cursor = max([watching.cursor, *(m["seq"] for m in messages)])
         await ws.send_json({"type": "thread", "run": watching.run_id, "reset": reset, "messages": messages,
                             "head": watching.cursor})
+    w.events.flush()  # what the page is shown is on disk first (a no-op when nothing is pending)
     while True:
         page = watching.log.after(watching.events_cursor, ACTIVITY_PAGE)
         items = [{"seq": e["seq"], "tool": fmt.tool_name(e["tool"]), "text": fmt.one_line(e["text"], 160),

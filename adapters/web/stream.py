@@ -5,7 +5,9 @@ The seed's "sequence number + polling" front end. Both answer the same object â€
 "status", "live"} â€” the WebSocket as a first frame (the catch-up after N) and then one frame per
 batch of new events, plus one when the run's status changes (e.g. it ended). `dropped` is true when
 events after N existed but the log (a deque with maxlen) no longer holds them; `last` is the
-cursor to use next. At most PAGE_MAX events per answer: ask again from `last`.
+cursor to use next. At most PAGE_MAX events per answer: ask again from `last`. With the bot's state
+store the log outlives the process (adapters/web/events.py): after a restart the same events come
+back with the same seqs, and a woken run's new ones continue above them.
 """
 
 from __future__ import annotations
@@ -44,8 +46,10 @@ def events_frame(w: WebFrontend, run_id: str, after: int) -> tuple[str, dict[str
     """The events answer as JSON text, and its fields besides the events (plus "count").
 
     Events are joined from their JSON encoded once when logged: ten pages following a run cost
-    ten socket writes per batch, not ten encodings of every event.
+    ten socket writes per batch, not ten encodings of every event. What is served is written first
+    (a no-op when nothing is pending), so a seq a client saw survives a crash.
     """
+    w.events.flush()
     log = w.events.get(run_id)
     record = w.hub.run(run_id)
     meta: dict[str, Any] = {"dropped": after > 0, "first": 0, "last": after, "run": run_id,
