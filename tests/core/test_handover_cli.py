@@ -14,6 +14,7 @@ from claude_agent_sdk import project_key_for_directory
 from flower_core.human import HumanChannel
 from flower_core.runtime import Runtime
 from flower_core.runtime.handover import HEAD, hand_over
+from flower_core.runtime.parked import prompt_entry
 from flower_core.runtime.transcript import unacted
 from flower_core.session_store import stored_entries
 from tests.conftest import scenario_of
@@ -117,3 +118,28 @@ async def test_a_session_that_ends_on_the_model_turn_resumes_with_its_prompt(dou
     assert first.ok and again.ok and again.text == "Again."
     req = md.model_requests()[asked]
     assert HEAD not in str(req.body["messages"]) and "say it again" in _last_message(req)
+
+
+async def test_words_stored_as_a_prompt_before_a_death_are_the_next_turn_s_input(double_factory: Any,
+                                                                                 cli_home: Path,
+                                                                                 tmp_path: Path) -> None:
+    """The CLI stores a prompt (an interrupt's words) before it calls the model; a death in between leaves
+    the session ending on them. The next turn takes them as its input, once, with the note after them."""
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Hello."},
+                                                                    {"say": "Heard: {last_user_text}"}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    try:
+        first = await rt.run(spec(), "say hello", step_name="hi")
+        key = _key(rt, first.session_id or "")
+        last = [e for e in await stored_entries(rt.store, key) if isinstance(e.get("uuid"), str)][-1]
+        await rt.store.append(key, [prompt_entry(last, "use green instead")])
+        asked = len(md.model_requests())
+        again = await rt.run(spec(), RESUME, step_name="hi", resume=first.session_id)
+    finally:
+        rt.close()
+    assert again.ok
+    req = md.model_requests()[asked]
+    assert req.turn == 1 and "No response requested." not in str(req.body["messages"])
+    said = _last_message(req)
+    assert said.count("use green instead") == 1 and HEAD in said and said.index("use green") < said.index(HEAD)
+    assert "- The message above." in said and RESUME in said
