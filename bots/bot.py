@@ -120,11 +120,14 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
     from adapters.transport.engine import EngineKit
     from adapters.web import WebFrontend
     from bots.flows import flow_factory
+    from bots.loop_errors import install_loop_errors
     from bots.model import Model
     from bots.ops import health_port, redis_probe
 
     stop = stop or asyncio.Event()
     signals = clock is not None
+    if signals:  # the process's own loop (a test serving in its own loop keeps its handler)
+        install_loop_errors()
     clock = clock or StopClock(cfg.stop_after_s)  # without signals it only names the steps
     if signals:
         clock.install(stop)  # first: a signal while the front ends connect is bounded too

@@ -105,6 +105,10 @@ async def work(args: argparse.Namespace, url: str, *, stop: asyncio.Event | None
 
     stop = stop or asyncio.Event()
     signals = clock is not None
+    if signals:  # the process's own loop
+        from bots.loop_errors import install_loop_errors
+
+        install_loop_errors()
     clock = clock or StopClock(args.stop_after)  # without signals it only names the steps
     if signals:
         clock.install(stop)
