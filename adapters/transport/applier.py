@@ -82,6 +82,7 @@ class Applier:
         for intent in todo.delivered:
             self._seen[intent.iid] = IntentReply()
             self._settle(intent.iid, Settled.DONE)
+            self._name_answerer(intent)  # the model may not have had its turn on it yet: the hand-over names them
         for intent in todo.moot:
             self._seen[intent.iid] = IntentReply(ok=False)
             self._settle(intent.iid, Settled.MOOT)
@@ -177,7 +178,14 @@ class Applier:
             self._settle(intent.iid, Settled.REFUSED)
             return IntentReply(ok=False)
         self._answered.add(intent.iid)
+        self._name_answerer(intent)
         return IntentReply()
+
+    def _name_answerer(self, intent: Intent) -> None:
+        """Tell the channel who settled a question, for a note the model may read about it (handover.py)."""
+        names = getattr(self.channel, "answered_by", None)
+        if intent.op in (Op.ANSWER, Op.DECLINE) and intent.by and intent.question and isinstance(names, dict):
+            names[_squash(intent.question)] = intent.by
 
     def _target(self, intent: Intent) -> str | None:
         """The waiting question an answer is for: its ask id when it still asks the same thing (ids restart
@@ -225,6 +233,7 @@ class Applier:
             settle = self.channel.answer if intent.op is Op.ANSWER else self.channel.decline
             if self.channel is not None and settle(ask_id, intent.text):
                 self._answered.add(intent.iid)
+                self._name_answerer(intent)
             else:
                 self._settle(intent.iid, Settled.REFUSED)
 

@@ -70,6 +70,7 @@ class Intent:
     question: str = ""
     user: str = ""
     kind: str = ""  # answers and declines: the question's kind ("budget": the runtime's own, not the model's)
+    by: str = ""  # answers and declines: how the person is named to the model (a display name), when known
     iid: str = field(default_factory=lambda: uuid.uuid4().hex)
     at: float = field(default_factory=time.time)
 

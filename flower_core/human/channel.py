@@ -80,6 +80,9 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         # Awaited before a question's "asked" event (what shows its card): the runtime makes what brings the
         # question back after a crash durable first (parking.py). Bounded by its owner; errors go to ui_errors.
         self.before_shown: Callable[[Ask], Awaitable[None]] | None = None
+        # Who settled a question, by its squashed text, when a front end said so (adapters' Applier): the note
+        # a resumed session reads names them (runtime/handover.py).
+        self.answered_by: dict[str, str] = {}
 
     # ----- names and server -------------------------------------------------------------------------
 

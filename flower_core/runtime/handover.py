@@ -1,16 +1,18 @@
 """The hand-over: a resumed session whose model never had a turn on its newest input gets that input said plainly.
 
 A process can die after the CLI stored a tool result (a person's answer, a command's output) or a prompt
-(an interrupt's words) and before the model's next request. Resumed with a new prompt, the CLI would stand
+(an interrupt's words) and before the model's next request; an interrupt can cut a turn that carried an
+answer before the model read it. Resumed with a new prompt, the CLI would stand
 an assistant turn "No response requested." after that input and then send the prompt: the input sits in
-history, and the model's first turn is about the restart. So on a step's first attempt at a stored session:
+history, and the model's first turn is about the restart (or the interrupt). So on every attempt that resumes a session:
 
 1. ``unacted`` (transcript.py) finds the user entries after the session's last assistant turn; none, and
    nothing here applies;
-2. one more user entry is stored after them (``hand_over``): a note that says what they were (which
-   question, what came back) followed by the step's prompt (the resume prompt, words said meanwhile, kept
-   mail). Stored before the model sees it, so a kill from here on neither loses it nor says it twice: the
-   next process finds the note in the tail and adds only what is new since (words, mail);
+2. one more user entry is stored after them (``hand_over``): a note that names them (which question, who
+   settled it: the outcome itself stands just above as its tool result) followed by the attempt's prompt
+   (the resume prompt or an interrupt's words, words said meanwhile, kept mail). Stored before the model
+   sees it, so a kill from here on neither loses it nor says it twice: what it carried is settled as
+   delivered (replay.py), and the next process describes only the inputs after it;
 3. the attempt sends no prompt: the CLI continues the stored turn (``parked.continue_env``), so the model's
    request ends with that input and the note, with no stand-in turn between them (docs/parking.md, and
    tests/core/test_handover_cli.py for the facts).
@@ -22,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from flower_core.runtime.parked import prompt_entry
-from flower_core.runtime.transcript import block_text, calls_by_id, unacted, user_blocks
+from flower_core.runtime.transcript import block_text, calls_by_id, chain_end, unacted, user_blocks
 from flower_core.sdk_events import tool_summary
 from flower_core.session_store import stored_entries
 
@@ -30,52 +32,60 @@ if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
 HEAD = "(Picked up where you left off: the session stopped after this reached you, before you could act on it.)"
-REPLY_MAX = 2_000  # a reply is repeated in the note; the whole of it is in the tool result above
 # What the CLI continues with when it adds a note of its own (it does for a tool-result tail, not for ours).
 CONTINUE = "Continue."
 
 
-def describe(tail: list[Mapping[str, Any]], calls: Mapping[str, tuple[str, dict[str, Any]]], ask_tool: str) -> str:
-    """The note's first part: one line per input of ``tail`` (pure)."""
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def describe(tail: list[Mapping[str, Any]], calls: Mapping[str, tuple[str, dict[str, Any]]], ask_tool: str,
+             by: Mapping[str, str] | None = None) -> str:
+    """The note's first part: one line per input of ``tail`` (pure). The inputs themselves stand above it,
+    so it names them rather than repeating them. ``by``: who settled a question, by its squashed text."""
     lines = [HEAD]
     for entry in tail:
         for block in user_blocks(entry):
             if block.get("type") == "tool_result":
                 tool, args = calls.get(str(block.get("tool_use_id")), ("", {}))
                 if tool == ask_tool and ask_tool:
-                    reply = block_text(block).strip()
-                    reply = reply if len(reply) <= REPLY_MAX else reply[:REPLY_MAX - 1] + "…"
-                    lines.append(f"- Your question “{str(args.get('question', '')).strip()}” got this reply: {reply}")
+                    question = str(args.get("question", "")).strip()
+                    who = (by or {}).get(_squash(question), "")
+                    lines.append(f"- Your question “{question}” was settled{f' by {who}' if who else ''}: "
+                                 "the outcome is its tool result above.")
                 else:
                     what = tool_summary(args)
                     lines.append(f"- Your {tool or 'tool'} call{f' ({what})' if what else ''}: its result is above.")
             elif block.get("type") == "text" and block_text(block).strip() and "- The message above." not in lines:
                 lines.append("- The message above.")
-    return "\n".join(lines)
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+# Marks the entries hand_over stored (a key of ours: the CLI ignores it, the stores keep it).
+MARK = "flowerHandover"
 
 
 def _is_note(entry: Mapping[str, Any]) -> bool:
-    return any(b.get("type") == "text" and block_text(b).startswith(HEAD) for b in user_blocks(entry))
+    return entry.get(MARK) is True
 
 
 async def hand_over(store: Any, key: SessionKey, *, ask_tool: str, prompt: Callable[[], str],
-                    since: Callable[[], str]) -> bool:
+                    by: Mapping[str, str] | None = None) -> bool:
     """Store the hand-over note when the session ends on input the model has not acted on; True = the
-    attempt must continue the stored turn (no prompt). ``prompt`` gives the step's prompt with everything
-    it carries, ``since`` what is new since an earlier note (words, mail): each asked only when needed
-    (they take the kept mail)."""
+    attempt must continue the stored turn (no prompt). ``prompt`` gives the attempt's prompt with all it
+    carries (asked only then: it takes the kept mail). After an earlier note (its process died before the
+    model's turn) only the inputs since it are described: what it carried is settled as delivered."""
     entries = await stored_entries(store, key)
     tail = unacted(entries)
     if not tail:
         return False
-    if any(_is_note(e) for e in tail):  # an earlier process stored the note and died before the model's turn
-        note = since().strip()
-    else:
-        note = describe(tail, calls_by_id(entries), ask_tool)
-        said = prompt().strip()
-        if said:
-            note = f"{note}\n\n{said}"
+    notes = [i for i, e in enumerate(tail) if _is_note(e)]
+    new = tail[notes[-1] + 1:] if notes else tail
+    note = "\n\n".join(p for p in (describe(new, calls_by_id(entries), ask_tool, by), prompt().strip()) if p)
     if note:
-        last = next((e for e in reversed(entries) if isinstance(e.get("uuid"), str)), tail[-1])
-        await store.append(key, [cast("SessionStoreEntry", prompt_entry(last, note))])
+        # At the end of the chain through the newest input (what the CLI stored after it hangs off it; an entry
+        # stored later may hang off an earlier message, and a chain through it would skip the input).
+        after = chain_end(entries, tail[-1])
+        await store.append(key, [cast("SessionStoreEntry", {**prompt_entry(after, note), MARK: True})])
     return True

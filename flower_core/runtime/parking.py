@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 from flower_core.events import Event
 from flower_core.runtime import park_approval
 from flower_core.runtime.attempt import Outcome
-from flower_core.runtime.handoff import human_addendum, interrupt_prompt
+from flower_core.runtime.handoff import interrupt_prompt
 from flower_core.runtime.handover import CONTINUE, hand_over
 from flower_core.runtime.park_calls import Calls, parkable, waiting_ask
 from flower_core.runtime.parked import (
@@ -142,15 +142,17 @@ class Parking:
         if channel is None:
             if resume and first and not fork:
                 await self._close_cut_off(resume, state)
-                said = await self._hand_over(resume, prompt, state, None)
+            if resume and not fork:
+                said = await self._hand_over(resume, prompt, None)
                 return await self._attempt(spec if said is not None else _continuing(spec), said, resume, fork, state)
             return await self._attempt(spec, prompt, resume, fork, state)
         parked = await self._restore(resume, fork, state, channel, adopt=first) if resume else None
         run_prompt: str | None = prompt
-        run_spec = spec  # the first attempt's own: it may continue the stored turn (handover.py)
+        run_spec = spec  # this attempt's own: it may continue the stored turn (handover.py)
         if resume and first and not fork and parked is None:
             await self._close_cut_off(resume, state)
-            run_prompt = await self._hand_over(resume, prompt, state, channel)
+        if resume and not fork and parked is None:  # a first attempt carries the mail kept for the run too
+            run_prompt = await self._hand_over(resume, prompt, channel, mail=first)
             if run_prompt is None:
                 run_spec = _continuing(spec)
         elif resume and first and parked is None and prompt is not None:
@@ -340,24 +342,20 @@ class Parking:
         options = [str(o) for o in args.get("options") or [] if isinstance(o, str | int | float)]
         return ParkRecord(sid, call_id, state.result.step, question, options, asked_at or time.time())
 
-    async def _hand_over(self, sid: str, prompt: str | None, state: StepState, channel: Any) -> str | None:
+    async def _hand_over(self, sid: str, prompt: str | None, channel: Any, *, mail: bool = False) -> str | None:
         """When the session ends on input the model never had a turn on, store the note (handover.py) and
-        return None: the attempt continues the stored turn. Otherwise the prompt to send, with the kept mail.
-        Kept mail and words go in the note; after an earlier note only what is new."""
+        return None: the attempt continues the stored turn. Otherwise the prompt to send (with the kept mail
+        when ``mail``)."""
         taken: list[str] = []
 
         def full() -> str:
-            taken.append(with_kept_mail(prompt, channel) if channel is not None and prompt else prompt or "")
+            said = prompt or ""
+            taken.append(with_kept_mail(said, channel) if mail and channel is not None and said else said)
             return taken[-1]
-
-        def since() -> str:
-            words = human_addendum("", state.carried or "").strip()
-            mail = with_kept_mail("", channel).strip() if channel is not None else ""
-            return "\n\n".join(p for p in (words, mail) if p)
 
         try:
             if await hand_over(self.store, self._key(sid), ask_tool=str(getattr(channel, "tool_name", "") or ""),
-                               prompt=full, since=since):
+                               prompt=full, by=getattr(channel, "answered_by", None)):
                 return None
         except Exception as exc:  # a store problem: resume with the prompt as before rather than not at all
             log.warning("hand-over of session %s not written: %r", sid, exc)

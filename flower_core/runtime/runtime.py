@@ -293,10 +293,11 @@ class Runtime(StepBooks):
                     cur_prompt, cur_resume, cur_fork = gen_prompt, gen_resume, gen_fork
                 continue
             if out.stopped == "interrupt" or state.has_pending():
-                if not sid:
-                    state.take_pending()
-                    result.error = self.INTERRUPTED
-                    return
+                if not sid:  # cut before anything was stored: the generation starts over with the words added
+                    if state.carried:  # this attempt's prompt had words of theirs, never stored either
+                        state.add_pending(state.carried)
+                    cur_prompt, cur_resume, cur_fork = gen_prompt, gen_resume, gen_fork
+                    continue
                 if not out.ok or (state.peek_pending() or "").strip():
                     cur_prompt, cur_resume = None, sid
                     continue

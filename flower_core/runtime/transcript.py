@@ -218,3 +218,18 @@ def user_blocks(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
 def block_text(block: Mapping[str, Any]) -> str:
     """The text of a text block, or of a tool result's content."""
     return str(block.get("text", "")) if block.get("type") == "text" else _text_of(block.get("content"))
+
+
+def chain_end(entries: Iterable[Mapping[str, Any]], start: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The newest main-thread entry that descends from ``start`` (itself when nothing does): where an entry
+    appended after ``start`` must hang, so the chain the CLI follows back from it passes through ``start``
+    and through what the CLI stored after it (attachments)."""
+    children: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in entries:
+        parent, own = entry.get("parentUuid"), entry.get("uuid")
+        if isinstance(parent, str) and isinstance(own, str) and not entry.get("isSidechain"):
+            children.setdefault(parent, []).append(entry)
+    current = start
+    while children.get(str(current.get("uuid"))):
+        current = children[str(current.get("uuid"))][-1]
+    return current

@@ -44,8 +44,8 @@ async def _died_after_the_answer(double_factory: Any, cli_home: Path, tmp_path: 
         await md.wait_for(lambda reqs: any(r.turn == 1 for r in reqs if r.path == "/v1/messages"))
         sid = next(str(e.payload["session_id"]) for e in rec.events if e.payload.get("session_id"))
         for _ in range(200):  # the CLI's transcript reaches the store asynchronously: wait for the result entry
-            if any(e.get("type") == "user" for e in unacted(await stored_entries(rt.store, _key(rt, sid)))):
-                break
+            if "'text': 'blue'" in str(unacted(await stored_entries(rt.store, _key(rt, sid)))):
+                break  # the answer's tool result is stored, and nothing of the model's after it
             await asyncio.sleep(0.05)
         else:
             raise AssertionError("the answer's tool result never reached the store")
@@ -67,8 +67,10 @@ async def test_the_first_turn_after_a_restart_carries_the_stored_answer(double_f
     md, sid = await _died_after_the_answer(double_factory, cli_home, tmp_path)
     asked = len(md.model_requests())
     rt = make_runtime(tmp_path, md, cli_home)
+    channel = HumanChannel(timeout_s=60)
+    channel.answered_by["which colour?"] = "Ana"  # what the chat side's Applier tells the channel
     try:
-        result = await rt.run(spec(channel=HumanChannel(timeout_s=60)), RESUME, step_name="ask", resume=sid)
+        result = await rt.run(spec(channel=channel), RESUME, step_name="ask", resume=sid)
     finally:
         rt.close()
     assert result.ok and result.text.endswith("The human said: blue")
@@ -77,8 +79,9 @@ async def test_the_first_turn_after_a_restart_carries_the_stored_answer(double_f
     assert "No response requested." not in str(first.body["messages"])
     last = first.body["messages"][-1]
     assert last["role"] == "user" and last["content"][0]["type"] == "tool_result"
-    assert "Your question “Which colour?” got this reply: blue" in _last_message(first)
-    assert HEAD in _last_message(first) and RESUME in _last_message(first)
+    said = _last_message(first)
+    assert "Your question “Which colour?” was settled by Ana: the outcome is its tool result above." in said
+    assert HEAD in said and RESUME in said and said.count("blue") == 1  # the answer once, as the tool result
     assert len(md.model_requests()) == asked + 1  # one turn, which ends the step
 
 
@@ -89,9 +92,9 @@ async def test_a_second_death_during_the_hand_over_adds_only_what_is_new(double_
     key = _key(rt, sid)
     try:
         # The next process stores its note and dies before the model's turn; the one after it is told more words.
-        assert await hand_over(rt.store, key, ask_tool="mcp__human__ask", prompt=lambda: RESUME, since=lambda: "x")
-        assert await hand_over(rt.store, key, ask_tool="mcp__human__ask", prompt=lambda: RESUME,
-                               since=lambda: "The human also said (mid-run): use green instead")
+        assert await hand_over(rt.store, key, ask_tool="mcp__human__ask", prompt=lambda: RESUME)
+        assert await hand_over(rt.store, key, ask_tool="mcp__human__ask",
+                               prompt=lambda: "The human also said (mid-run): use green instead")
         tail = unacted(await stored_entries(rt.store, key))
         assert [str(e["message"]["content"]).count(HEAD) for e in tail if e["type"] == "user"][-2:] == [1, 0]
         asked = len(md.model_requests())
@@ -101,7 +104,7 @@ async def test_a_second_death_during_the_hand_over_adds_only_what_is_new(double_
     assert result.ok
     first = md.model_requests()[asked]
     said = _last_message(first)
-    assert said.count(HEAD) == 1 and said.count("got this reply: blue") == 1 and "use green instead" in said
+    assert said.count(HEAD) == 1 and said.count("was settled") == 1 and "use green instead" in said
     assert "No response requested." not in str(first.body["messages"])
 
 
@@ -143,3 +146,32 @@ async def test_words_stored_as_a_prompt_before_a_death_are_the_next_turn_s_input
     said = _last_message(req)
     assert said.count("use green instead") == 1 and HEAD in said and said.index("use green") < said.index(HEAD)
     assert "- The message above." in said and RESUME in said
+
+
+async def test_an_interrupt_that_cuts_the_answered_turn_carries_the_answer_into_its_own(double_factory: Any,
+                                                                                        cli_home: Path,
+                                                                                        tmp_path: Path) -> None:
+    """The model's turn on an answer is cut by an interrupt before it replies: the turn the interrupt
+    starts has the answer and the words as its input (no stand-in turn between them)."""
+    md = await double_factory(scenario_of({"name": "main", "turn": [ASKING, {**ANSWERED, "delay_s": 120}]}))
+    rec = Events()
+    ch = HumanChannel(timeout_s=60, on_event=rec)
+    rt = make_runtime(tmp_path, md, cli_home)
+    task = asyncio.create_task(rt.run(spec(channel=ch), "pick a colour", step_name="ask", on_event=rec))
+    try:
+        asked = await rec.until(lambda ev: ev.kind == "ask" and ev.payload.get("state") == "asked")
+        assert ch.answer(str(asked.payload["id"]), "blue")
+        await md.wait_for(lambda reqs: any(r.turn == 1 for r in reqs if r.path == "/v1/messages"))
+        md.scenario = scenario_of({"name": "main", "turn": [ASKING, {"say": "Heard: {last_user_text}"}]})
+        held = len(md.model_requests())
+        assert rt.interrupt("use green instead")
+        result = await asyncio.wait_for(task, 120)
+    finally:
+        task.cancel()
+        rt.close()
+    assert result.ok
+    after = [r for r in md.model_requests()[held:] if r.served == "turn"]
+    first = after[0]
+    assert first.turn == 1 and "No response requested." not in str(first.body["messages"])
+    said = _last_message(first)
+    assert "'text': 'blue'" in said and "use green instead" in said and HEAD in said

@@ -274,3 +274,26 @@ async def test_a_question_waiting_longer_than_the_idle_limit_is_not_a_hung_cli(d
         rt.close()
     assert r.ok and r.attempts == 1, r.error
     assert md.model_requests()[-1].last_tool_result == "blue"
+
+
+async def test_an_interrupt_while_the_cli_is_still_connecting_is_heard(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    """Words given while the attempt's CLI is still starting: the step is not failed and the words are not
+    dropped. (An attempt stopped before the CLI named a session starts over with them; the 100-kill
+    campaign met that case, a woken run interrupted in its first 0.35 s.)"""
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Heard: {first_user_text}"}]}))
+    rt = make_runtime(tmp_path, md, cli_home)
+    task = asyncio.create_task(rt.run(spec(), "Count the words.", step_name="work"))
+    try:
+        # The attempt is on its way (its stop signal is set up before the CLI connects): interrupt before
+        # the CLI has said anything, so no session exists yet.
+        while not any(s.signal is not None for s in rt._active):
+            await asyncio.sleep(0.002)
+        assert rt.interrupt("use tabs") is True
+        result = await asyncio.wait_for(task, 120)
+    finally:
+        task.cancel()
+        rt.close()
+    assert result.ok and result.error is None, result
+    said = [r.first_user_text for r in md.model_requests()]
+    assert said and all("Count the words." in t for t in said) and "use tabs" in said[-1]
