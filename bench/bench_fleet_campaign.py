@@ -7,7 +7,8 @@ questions each; answers and interrupts go through the HTTP API, each with a uniq
 most often (SIGKILL 70 %, SIGTERM 30 %, restarted under the old name, a third of the time at once), the
 front (same), Redis (SIGKILL or SIGTERM, down 0.3 s to dead-after + 1 s; once dead-after + 1.5 s).
 Then everything comes back and every run is answered to its end. See tests/support/campaign_support.py for
-how each figure is counted (what reached the model is read from the double's last request per run).
+how each figure is counted (what reached the model is read from the double's last request per run; whether
+each input was a model turn's input once, only in history or twice, from all of the run's requests).
 
 Run: .venv/bin/python -m bench.bench_fleet_campaign [K] [SEED] [--keep DIR]   (about 8 s per kill on 2 cores)
 
@@ -44,6 +45,12 @@ async def run(kills: int, seed: int, keep: Path | None = None) -> None:
     print(report.table())
     for line in report.lost():
         print(f"  not once: {line}")
+    turn_problems = report.turn_problems()
+    _n, _once, history, twice, lost = report.turns({**report.answers, **report.interrupts})
+    print(f"issue 32 done criteria (each accepted input one model turn's input): {history} only in history, "
+          f"{twice} twice, {lost} lost, {len(report.stuck)} stuck: "
+          + ("all hold" if not (turn_problems or lost or report.stuck) else "NOT met"))
+    print("\n".join(report.not_as_input()))
     print(f"at the end: {load()}")
     print(f"command: .venv/bin/python -m bench.bench_fleet_campaign {kills} {seed}"
           + (f" --keep {keep}" if keep is not None else ""))
