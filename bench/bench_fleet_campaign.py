@@ -13,7 +13,8 @@ each input was a model turn's input once, only in history or twice, from all of 
 Run: .venv/bin/python -m bench.bench_fleet_campaign [K] [SEED] [--keep DIR]   (about 8 s per kill on 2 cores)
 
 `--keep DIR` runs the campaign in DIR and leaves there what explains a loss: Redis's append-only file, the
-model double's requests (requests.json), each run's task token (tasks.json) and every process's output
+model double's requests and what it served (requests.json), each run's task token (tasks.json), the accepted
+answers and interrupts with when each was accepted and each kill (inputs.json), and every process's output
 (procs.log). Without it everything goes with a temporary folder.
 """
 
@@ -57,8 +58,12 @@ async def run(kills: int, seed: int, keep: Path | None = None) -> None:
 
 
 def _dump(campaign: Campaign, where: Path) -> None:
-    requests = [{"received_at": r.received_at, "served": r.served, "body": r.body} for r in campaign.double.requests]
+    requests = [{"received_at": r.received_at, "served": r.served, "reply_text": r.reply_text,
+                 "reply_tool_ids": list(r.reply_tool_ids), "body": r.body} for r in campaign.double.requests]
     (where / "requests.json").write_text(json.dumps(requests))
+    report = campaign.report
+    (where / "inputs.json").write_text(json.dumps({"answers": report.answers, "interrupts": report.interrupts,
+                                                   "accepted_at": report.accepted_at, "kills": report.kill_at}))
     (where / "tasks.json").write_text(json.dumps(campaign.tasks))
     with open(where / "procs.log", "w") as out:
         for proc in campaign.history:
