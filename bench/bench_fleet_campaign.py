@@ -51,7 +51,7 @@ async def run(kills: int, seed: int, keep: Path | None = None) -> None:
     print(f"issue 32 done criteria (each accepted input one model turn's input): {history} only in history, "
           f"{twice} twice, {lost} lost, {len(report.stuck)} stuck: "
           + ("all hold" if not (turn_problems or lost or report.stuck) else "NOT met"))
-    print("\n".join(report.not_as_input()))
+    print("\n".join(report.not_as_input(explained=None)))
     print(f"at the end: {load()}")
     print(f"command: .venv/bin/python -m bench.bench_fleet_campaign {kills} {seed}"
           + (f" --keep {keep}" if keep is not None else ""))

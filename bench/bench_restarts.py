@@ -46,7 +46,7 @@ async def run(kills: int, keep: Path | None = None) -> None:
           f" {f.twice} twice, {f.lost} lost, {len(f.stuck)} stuck: "
           + ("all hold" if not (turn_problems or problems) else "NOT met"))
     print()
-    print(report.explanation())
+    print(report.explanation(explained=None))
     print(f"command: .venv/bin/python -m bench.bench_restarts {kills}" + (f" --keep {keep}" if keep else ""))
 
 

@@ -91,15 +91,16 @@ class Report:
         return ([f"{history} accepted input(s) only in history (never a model turn's input)"] if history else []) \
             + ([f"{twice} accepted input(s) twice (the input of two turns, or twice in history)"] if twice else [])
 
-    def not_as_input(self, explained: int = 12) -> list[str]:
+    def not_as_input(self, explained: int | None = 12) -> list[str]:
         """Each accepted input that was not one turn's input (twice and lost first), with its shape; the shapes
-        counted; then the requests around the first `explained` of them."""
+        counted; then the requests around the first `explained` of them (None: all)."""
         order = (TWICE, LOST, HISTORY)
         rows = sorted(((self.as_input.get(t, LOST), kind, run, t) for kind, tokens in (("answer", self.answers),
                        ("interrupt", self.interrupts)) for t, run in tokens.items()
                        if self.as_input.get(t, LOST) != ONCE), key=lambda row: order.index(row[0]))
         if not rows:
             return ["every accepted input was the input of exactly one model turn"]
+        explained = len(rows) if explained is None else explained
         out, shapes = ["inputs that were not exactly one model turn's input:"], Counter[str]()
         for where, kind, run, token in rows:
             line = self.shapes.get(token, "")

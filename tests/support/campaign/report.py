@@ -114,10 +114,12 @@ class Report:
         order = ("twice", "lost", "only in history")
         return sorted(out, key=lambda row: order.index(row[0]))  # stable: kinds stay in order within a class
 
-    def explanation(self, explained: int = EXPLAINED) -> str:
+    def explanation(self, explained: int | None = EXPLAINED) -> str:
         """Each input that was not one turn's input: its shape; the shapes counted; then the requests around the
-        first `explained` of them (twice and lost first), so a reader sees which turn had it and what came next."""
+        first `explained` of them (None: all; twice and lost first), so a reader sees which turn had it and what came
+        next."""
         f, rows = self.figures, self.not_once()
+        explained = len(rows) if explained is None else explained
         if not rows:
             return "every accepted input was the input of exactly one model turn"
         lines, shapes = ["inputs that were not exactly one model turn's input:"], Counter[str]()
