@@ -136,8 +136,22 @@ def test_a_tool_result_followed_by_the_no_response_stand_in_and_a_restart_prompt
     view = f.views["r5"]
     assert view.reach(answer).kind == HISTORY and view.reach(answer).sent == 4
     line = shape(view, answer)
-    assert "new input of: not a turn (tool result)" in line and "'No response requested.'" in line, line
+    assert "new input of: not a turn (tool result; its reply was lost)" in line, line
+    assert "'No response requested.'" in line, line
     assert "You were cut off" in line and shape(view, stored).startswith("new input of: no request"), line
+
+
+def test_a_turn_the_resumed_history_dropped_is_not_a_turn() -> None:
+    task, answer = user("Campaign run task-abababababab"), "ansr-0000000000ab"
+    first = (task, called("t1"), result("t1", answer))
+    restart = (*first, NO_RESPONSE, user("You were cut off by a restart."))
+    view = RunView.of([request("s", 1.0, *first, reply=("t2",)),
+                       request("s", 2.0, *first, called("t2"), result("t2", "inbox empty"), reply=("t3",)),  # killed
+                       request("s", 5.0, *restart, reply=("t4",)),  # resumed from a history without t2
+                       request("s", 6.0, *restart, called("t4"), result("t4", "inbox empty"), said="All done.")])
+    assert [r.received_at for r in view.turns] == [5.0, 6.0] and view.reach(answer).kind == HISTORY
+    assert "not a turn (tool result; its reply was sent on, then dropped from the resumed history)" in shape(
+        view, answer)
 
 
 def test_an_input_given_again_after_the_restart_is_counted_twice() -> None:

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{kind}: accepted {c.accepted}, once {c.as_input}, only in history {c.only_in_history}, "
               f"twice {c.twice}, lost {c.lost}, late {c.late}")
     print(f"runs {f.runs_started}, finished {f.runs_finished}, stuck {len(f.stuck)}")
-    print(rep.explanation())
+    print(rep.explanation(explained=None))
 
 
 if __name__ == "__main__":

@@ -264,12 +264,20 @@ def _brief(msg: dict[str, Any]) -> str:
     return f"{role} {text}{' call ' + ','.join(calls) if calls else ''}".rstrip()
 
 
+def _fate(rec: RecordedRequest, requests: Sequence[RecordedRequest]) -> str:
+    """Why a request that had an input is not a turn: its reply never came back in a later request (lost with
+    the process), or it did, and the history the session was resumed with has dropped it again."""
+    later = any(tool_ids(r) & set(rec.reply_tool_ids) for r in requests if r.received_at > rec.received_at)
+    return "its reply was sent on, then dropped from the resumed history" if later else "its reply was lost"
+
+
 def shape(view: RunView, token: str) -> str:
     """One line, the same for inputs that went the same way: which requests had it as new input (and whether
     each was a turn), and what follows it in the kept history. Grouping these lines gives the shapes."""
     counted = {id(r) for r in view.turns}
     carriers = [r for r in view.requests if token in new_input(r)]
-    had = ", ".join(f"{'turn' if id(r) in counted else 'not a turn'} ({_carrier(r, token)})" for r in carriers)
+    had = ", ".join(f"turn ({_carrier(r, token)})" if id(r) in counted
+                    else f"not a turn ({_carrier(r, token)}; {_fate(r, view.requests)})" for r in carriers)
     after = "not in the kept history"
     for rec in view.kept:
         msgs = _messages(rec)
