@@ -8,6 +8,10 @@ run with more than one kept session is said to span several sessions. Each accep
 in the user side of the kept sessions' last requests (user text and tool results, never what the
 model said): once = reached, zero = lost, more = duplicated.
 
+Issue 32 asks more: was the input a model turn's *input*? turns.py reads each run's requests for that
+(the new input of the requests the conversation went on from): as input once, only in history, twice;
+`KindCount.as_input` / `only_in_history` / `twice` hold it, the history count above stays as it was.
+
 One allowance, for mail only: mail to a run that finished, accepted after the model's last inbox read
 (no inbox turn was served to the run after the mail was accepted), is *late*: the scenario never
 looked again, so it could not have arrived. It is shown on its own line, never among the reached;

@@ -95,8 +95,10 @@ def kept_sessions(requests: Sequence[RecordedRequest]) -> list[RecordedRequest]:
 
 
 def _text(content: Any) -> str:
-    return "".join(str(b.get("text", "")) for b in _blocks(content) if b.get("type") == "text") \
-        if not isinstance(content, str) else content
+    """The text an assistant message said (its tool calls left out)."""
+    if isinstance(content, str):
+        return content
+    return "".join(str(b.get("text", "")) for b in _blocks(content) if b.get("type") == "text")
 
 
 def _answered(reply: dict[str, Any], before: int, requests: Sequence[RecordedRequest],
