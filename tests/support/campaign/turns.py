@@ -20,6 +20,7 @@ tokens in the history alone cannot tell that apart from an input the model acted
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -257,11 +258,14 @@ def _carrier(rec: RecordedRequest, token: str) -> str:
     return "?"
 
 
+_ID = re.compile(r"\b(?=[\w-]*\d)[\w-]{7,}\b")  # a token or an id (a long word with a digit): shapes group on the rest
+
+
 def _brief(msg: dict[str, Any]) -> str:
     content = msg.get("content")
     role = "A" if msg.get("role") == "assistant" else "U"
     calls = [str(b.get("name", "")).split("__")[-1] for b in _blocks(content) if b.get("type") == "tool_use"]
-    words = " ".join(" ".join(_said(content) if role == "U" else [_text(content)]).split())
+    words = _ID.sub("<id>", " ".join(" ".join(_said(content) if role == "U" else [_text(content)]).split()))
     text = repr(words[:32] + ("…" if len(words) > 32 else "")) if words else ""
     return f"{role} {text}{' call ' + ','.join(calls) if calls else ''}".rstrip()
 
