@@ -141,6 +141,22 @@ def test_a_tool_result_followed_by_the_no_response_stand_in_and_a_restart_prompt
     assert "You were cut off" in line and shape(view, stored).startswith("new input of: no request"), line
 
 
+def test_the_hand_over_note_beside_the_answer_it_repeats_is_one_input_of_one_turn() -> None:
+    """The restart hand-over continues the stored turn with a note that says the reply again: one input, once."""
+    task, answer = user("Campaign run task-acacacacacac"), "ansr-0000000000ac"
+    accepted = [Accepted("task", "r7", "task-acacacacacac", 0.0), Accepted("answer", "r7", answer, 1.0)]
+    first = (task, called("t1"), result("t1", answer))
+    note = user(f"(Picked up where you left off …)\n- Your question “which side?” got this reply: {answer}")
+    requests = [request("s", 1.2, *first, reply=("t2",)),  # killed before its reply was kept
+                request("s", 4.0, *first, note, reply=("t3",)),  # after the restart: the same turn, with the note
+                request("s", 5.0, *first, note, called("t3"), result("t3", "inbox empty"), turn=SCRIPT.end_turn,
+                        said="All done.")]
+    f = tally(accepted, requests, SCRIPT)
+    a = f.of("answer")
+    assert (a.as_input, a.only_in_history, a.twice) == (1, 0, 0)
+    assert a.duplicated == 1  # issue 18's history count counts occurrences: it calls the repetition a duplicate
+
+
 def test_a_turn_the_resumed_history_dropped_is_not_a_turn() -> None:
     task, answer = user("Campaign run task-abababababab"), "ansr-0000000000ab"
     first = (task, called("t1"), result("t1", answer))

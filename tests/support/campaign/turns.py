@@ -12,9 +12,13 @@ tokens in the history alone cannot tell that apart from an input the model acted
   ids, which are fresh per reply; a reply of text alone by its text and its place), or it is itself a
   kept session's last request. A request whose reply was lost with a killed process is not a turn, nor
   is one the CLI answered with its own "No response requested." stand-in.
-- Each input is then **as input once** (the new input of exactly one turn, at most once in history),
-  **only in history** (in the kept history, never a turn's new input), **twice** (the new input of two
-  or more turns, or more than once in history), or **lost** (nowhere).
+- Each input is then **as input once** (the new input of exactly one turn, in at most one input of the
+  kept history), **only in history** (in the kept history, never a turn's new input), **twice** (the new
+  input of two or more turns, or in two or more inputs of the kept history), or **lost** (nowhere).
+- The kept history is counted by *inputs* (the user messages between two assistant messages), not by
+  occurrences: a restatement beside the input in the same turn (the restart hand-over's note, "your
+  question … got this reply: …", next to the tool result it repeats) is still one time. The history
+  count of tally.py (issue 18's columns) counts occurrences and calls that duplicated.
 """
 
 from __future__ import annotations
@@ -75,6 +79,17 @@ def tool_ids(rec: RecordedRequest) -> frozenset[str]:
 def user_side(rec: RecordedRequest) -> str:
     """Everything the human side of the conversation carried: user text and tool results."""
     return _user_side(_messages(rec))
+
+
+def segments(rec: RecordedRequest) -> list[str]:
+    """The user side of each run of messages between two assistant messages (the inputs of its turns)."""
+    out: list[list[dict[str, Any]]] = [[]]
+    for msg in _messages(rec):
+        if msg.get("role") == "assistant":
+            out.append([])
+        else:
+            out[-1].append(msg)
+    return [_user_side(group) for group in out if group]
 
 
 def new_input(rec: RecordedRequest) -> str:
@@ -140,7 +155,7 @@ class Reach:
     """Where one token went in one run's conversation."""
 
     as_input: int  # turns whose new input carries it
-    in_history: int  # times in the kept history's user side
+    in_history: int  # inputs (user messages between two assistant messages) of the kept history that carry it
     sent: int  # requests that carried it anywhere (kept or not), for the explanation
 
     @property
@@ -154,13 +169,14 @@ class Reach:
 
 @dataclass(frozen=True)
 class RunView:
-    """One run's requests read once: its kept history, its turns and their new input."""
+    """One run's requests read once: its kept history (whole, and input by input), its turns and their new input."""
 
     requests: tuple[RecordedRequest, ...]
     kept: tuple[RecordedRequest, ...]
     turns: tuple[RecordedRequest, ...]
     history: str
     inputs: tuple[str, ...]
+    segments: tuple[str, ...]  # the kept history's inputs: user side between two assistant messages
 
     @classmethod
     def of(cls, requests: Iterable[RecordedRequest]) -> RunView:
@@ -168,10 +184,10 @@ class RunView:
         kept = tuple(kept_sessions(recs))
         counted = tuple(turns(recs))
         return cls(recs, kept, counted, "\n".join(user_side(r) for r in kept),
-                   tuple(new_input(r) for r in counted))
+                   tuple(new_input(r) for r in counted), tuple(seg for r in kept for seg in segments(r)))
 
     def reach(self, token: str) -> Reach:
-        return Reach(sum(1 for text in self.inputs if token in text), self.history.count(token),
+        return Reach(sum(1 for text in self.inputs if token in text), sum(1 for seg in self.segments if token in seg),
                      sum(1 for r in self.requests if token in user_side(r)))
 
     def explain(self, token: str, marks: Sequence[tuple[float, str]] = (), limit: int = 8) -> list[str]:
