@@ -7,12 +7,14 @@ questions each; answers and interrupts go through the HTTP API, each with a uniq
 most often (SIGKILL 70 %, SIGTERM 30 %, restarted under the old name, a third of the time at once), the
 front (same), Redis (SIGKILL or SIGTERM, down 0.3 s to dead-after + 1 s; once dead-after + 1.5 s).
 Then everything comes back and every run is answered to its end. See tests/support/campaign_support.py for
-how each figure is counted (what reached the model is read from the double's last request per run).
+how each figure is counted (what reached the model is read from the double's last request per run; whether
+each input was a model turn's input once, only in history or twice, from all of the run's requests).
 
 Run: .venv/bin/python -m bench.bench_fleet_campaign [K] [SEED] [--keep DIR]   (about 8 s per kill on 2 cores)
 
 `--keep DIR` runs the campaign in DIR and leaves there what explains a loss: Redis's append-only file, the
-model double's requests (requests.json), each run's task token (tasks.json) and every process's output
+model double's requests and what it served (requests.json), each run's task token (tasks.json), the accepted
+answers and interrupts with when each was accepted and each kill (inputs.json), and every process's output
 (procs.log). Without it everything goes with a temporary folder.
 """
 
@@ -44,14 +46,24 @@ async def run(kills: int, seed: int, keep: Path | None = None) -> None:
     print(report.table())
     for line in report.lost():
         print(f"  not once: {line}")
+    turn_problems = report.turn_problems()
+    _n, _once, history, twice, lost = report.turns({**report.answers, **report.interrupts})
+    print(f"issue 32 done criteria (each accepted input one model turn's input): {history} only in history, "
+          f"{twice} twice, {lost} lost, {len(report.stuck)} stuck: "
+          + ("all hold" if not (turn_problems or lost or report.stuck) else "NOT met"))
+    print("\n".join(report.not_as_input(explained=None)))
     print(f"at the end: {load()}")
     print(f"command: .venv/bin/python -m bench.bench_fleet_campaign {kills} {seed}"
           + (f" --keep {keep}" if keep is not None else ""))
 
 
 def _dump(campaign: Campaign, where: Path) -> None:
-    requests = [{"received_at": r.received_at, "served": r.served, "body": r.body} for r in campaign.double.requests]
+    requests = [{"received_at": r.received_at, "served": r.served, "reply_text": r.reply_text,
+                 "reply_tool_ids": list(r.reply_tool_ids), "body": r.body} for r in campaign.double.requests]
     (where / "requests.json").write_text(json.dumps(requests))
+    report = campaign.report
+    (where / "inputs.json").write_text(json.dumps({"answers": report.answers, "interrupts": report.interrupts,
+                                                   "accepted_at": report.accepted_at, "kills": report.kill_at}))
     (where / "tasks.json").write_text(json.dumps(campaign.tasks))
     with open(where / "procs.log", "w") as out:
         for proc in campaign.history:

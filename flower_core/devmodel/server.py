@@ -19,7 +19,7 @@ from aiohttp import web
 
 from . import request as rq
 from .scenario import Conversation, Scenario, Turn, load_scenario
-from .sse import error_body, turn_events
+from .sse import error_body, tool_use_id, turn_events
 
 MODEL_NAME = "claude-devmodel"
 
@@ -35,6 +35,10 @@ class RecordedRequest:
     served: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     received_at: float = field(default_factory=time.perf_counter)  # for latency figures in bench/
+    # What was served, whether or not the client read it to the end: a kept reply in a later request's
+    # history names the request it answered by these (tool_use ids are fresh per reply).
+    reply_text: str = ""
+    reply_tool_ids: tuple[str, ...] = ()
 
     @property
     def first_user_text(self) -> str:
@@ -158,17 +162,18 @@ class ModelDouble:
                 await self._record(rec)
                 return await self._serve_fault(request, fault, turn)
         rec.served = "turn" if conv is not None and index < len(conv.turns) else "fallback"
+        text = rq.render(turn.say, body)
+        rec.reply_text, rec.reply_tool_ids = text, tuple(call.id or tool_use_id() for call in turn.calls)
         await self._record(rec)
         if turn.delay_s > 0:
             await asyncio.sleep(turn.delay_s)
-        text = rq.render(turn.say, body)
         model = str(body.get("model") or MODEL_NAME)
         if not body.get("stream"):
-            return web.json_response(_whole_message(turn, model, text))
+            return web.json_response(_whole_message(turn, model, text, rec.reply_tool_ids))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         try:
             await resp.prepare(request)
-            for chunk in turn_events(turn, model, text):
+            for chunk in turn_events(turn, model, text, rec.reply_tool_ids):
                 await resp.write(chunk)
             await resp.write_eof()
         except ConnectionResetError:
@@ -206,12 +211,12 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _whole_message(turn: Turn, model: str, text: str) -> dict[str, Any]:
+def _whole_message(turn: Turn, model: str, text: str, ids: tuple[str, ...]) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if text:
         content.append({"type": "text", "text": text})
-    for i, call in enumerate(turn.calls):
-        content.append({"type": "tool_use", "id": call.id or f"toolu_{i}", "name": call.tool, "input": call.input})
+    for tool_id, call in zip(ids, turn.calls, strict=True):
+        content.append({"type": "tool_use", "id": tool_id, "name": call.tool, "input": call.input})
     return {"id": "msg_whole", "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": "tool_use" if turn.calls else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": 100, "output_tokens": 20, **turn.usage}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .scenario import Turn
@@ -25,8 +25,11 @@ def tool_use_id() -> str:
     return "toolu_" + uuid.uuid4().hex[:24]
 
 
-def turn_events(turn: Turn, model: str, text: str) -> Iterator[bytes]:
-    """Yield the SSE frames of a reply made of thinking, text, then tool_use blocks."""
+def turn_events(turn: Turn, model: str, text: str, ids: Sequence[str] = ()) -> Iterator[bytes]:
+    """Yield the SSE frames of a reply made of thinking, text, then tool_use blocks.
+
+    `ids` are the tool_use ids to serve, one per call (a call's own id, else a fresh one, when missing).
+    """
     usage = {**DEFAULT_USAGE, **turn.usage}
     message: dict[str, Any] = {
         "id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
@@ -55,8 +58,9 @@ def turn_events(turn: Turn, model: str, text: str) -> Iterator[bytes]:
                                                     "delta": {"type": "text_delta", "text": part}})
         yield frame("content_block_stop", {"type": "content_block_stop", "index": index})
         index += 1
-    for call in turn.calls:
-        block = {"type": "tool_use", "id": call.id or tool_use_id(), "name": call.tool, "input": {}}
+    for i, call in enumerate(turn.calls):
+        block = {"type": "tool_use", "id": ids[i] if i < len(ids) else call.id or tool_use_id(), "name": call.tool,
+                 "input": {}}
         yield frame("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
         yield frame("content_block_delta", {"type": "content_block_delta", "index": index,
                                             "delta": {"type": "input_json_delta",

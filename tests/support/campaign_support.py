@@ -11,6 +11,9 @@ than dead-after). Then everything is brought back and every run is driven to its
 What is counted, from outside:
 - accepted: the API said ok; **reached the model**: in the last request the double received for the run,
   each accepted token must appear exactly once in what the user side said (0 = lost, >1 = duplicated);
+- as a model turn's input (issue 32, tests/support/campaign/turns.py): once, only in history (in the kept
+  history, never what a turn was given as new), twice, or lost; each input that was not once is listed with
+  its shape and the requests around it (kills and its acceptance in their place);
 - takeover: kill of a worker → the run's `gen` moves on (another process holds it), per run it held;
 - two holders at once: the front had to drop a message from a replaced holder (the fence should make
   that impossible); stuck: a run that did not end once everything was up again.
@@ -36,8 +39,9 @@ import aiohttp
 from adapters.chores import Chores
 from adapters.transport import wire
 from adapters.transport.redis_conn import DOWN, connect
-from flower_core.devmodel import ModelDouble, parse_scenario
+from flower_core.devmodel import ModelDouble, RecordedRequest, parse_scenario
 from flower_core.devmodel.server import cli_env
+from tests.support.campaign.turns import HISTORY, LOST, ONCE, TWICE, RunView, shape
 from tests.support.fleet_support import Api, Fleet, Proc
 from tests.support.redis_support import RedisServer
 
@@ -64,11 +68,50 @@ class Report:
     earlier: dict[str, int] = field(default_factory=dict)  # lost token -> requests of its run that had it
     fenced: int = 0  # holders stopped by the fence (a worker log line each)
     resumed: int = 0  # runs a worker restarted under its old name resumed
+    as_input: dict[str, str] = field(default_factory=dict)  # token -> ONCE / HISTORY / TWICE / LOST (turns.py)
+    shapes: dict[str, str] = field(default_factory=dict)  # token not ONCE -> its shape line
+    explained: dict[str, list[str]] = field(default_factory=dict)  # token not ONCE -> the requests around it
+    accepted_at: dict[str, float] = field(default_factory=dict)  # token -> time.perf_counter() of its "ok"
+    kill_at: list[tuple[float, str]] = field(default_factory=list)  # (time.perf_counter(), what) of each kill
 
     def count(self, tokens: dict[str, str]) -> tuple[int, int, int, int]:
         once = sum(1 for t in tokens if self.reached.get(t, 0) == 1)
         lost = sum(1 for t in tokens if self.reached.get(t, 0) == 0)
         return len(tokens), once, lost, sum(1 for t in tokens if self.reached.get(t, 0) > 1)
+
+    def turns(self, tokens: dict[str, str]) -> tuple[int, int, int, int, int]:
+        """accepted / as a turn's input once / only in history / twice / lost."""
+        kinds = [self.as_input.get(t, LOST) for t in tokens]
+        return len(tokens), kinds.count(ONCE), kinds.count(HISTORY), kinds.count(TWICE), kinds.count(LOST)
+
+    def turn_problems(self) -> list[str]:
+        """Issue 32's criterion: every accepted input is one model turn's input (0 only in history, 0 twice)."""
+        tokens = {**self.answers, **self.interrupts}
+        _n, _once, history, twice, _lost = self.turns(tokens)
+        return ([f"{history} accepted input(s) only in history (never a model turn's input)"] if history else []) \
+            + ([f"{twice} accepted input(s) twice (the input of two turns, or twice in history)"] if twice else [])
+
+    def not_as_input(self, explained: int | None = 12) -> list[str]:
+        """Each accepted input that was not one turn's input (twice and lost first), with its shape; the shapes
+        counted; then the requests around the first `explained` of them (None: all)."""
+        order = (TWICE, LOST, HISTORY)
+        rows = sorted(((self.as_input.get(t, LOST), kind, run, t) for kind, tokens in (("answer", self.answers),
+                       ("interrupt", self.interrupts)) for t, run in tokens.items()
+                       if self.as_input.get(t, LOST) != ONCE), key=lambda row: order.index(row[0]))
+        if not rows:
+            return ["every accepted input was the input of exactly one model turn"]
+        explained = len(rows) if explained is None else explained
+        out, shapes = ["inputs that were not exactly one model turn's input:"], Counter[str]()
+        for where, kind, run, token in rows:
+            line = self.shapes.get(token, "")
+            shapes[f"{where}: {line}"] += 1
+            out.append(f"  {where:<15} {kind:<9} {run}:{token}  {line}")
+        out += ["shapes (how many inputs went each way):", *(f"  {n:>3} × {key}" for key, n in shapes.most_common())]
+        out.append(f"requests around the first {min(explained, len(rows))} (T = a turn, - = not a turn; the reply "
+                   "served; the request's last messages):")
+        for where, kind, run, token in rows[:explained]:
+            out += [f"  {where} {kind} {run}:{token}", *(f"    {x}" for x in self.explained.get(token, []))]
+        return out
 
     def lost(self) -> list[str]:
         """One line per accepted input that did not reach the model once: what the person was told, and
@@ -91,6 +134,10 @@ class Report:
                                                  f"{self.kills['redis']}"),
                 ("answers accepted / delivered once / lost / duplicated", f"{a_acc} / {a_once} / {a_lost} / {a_dup}"),
                 ("interrupts accepted / lost (/ duplicated)", f"{i_acc} / {i_lost} ({i_dup})"),
+                ("answers as a model turn's input: accepted / **once** / only in history / twice / lost",
+                 " / ".join(map(str, self.turns(self.answers)))),
+                ("interrupts as a model turn's input: accepted / **once** / only in history / twice / lost",
+                 " / ".join(map(str, self.turns(self.interrupts)))),
                 ("runs / stuck / with two holders at once", f"{len(self.runs)} / {len(self.stuck)} / "
                                                            f"{len(self.two_holders)}"),
                 ("kill -> another worker holds the run, p50 / p95", take),
@@ -207,6 +254,7 @@ class Campaign:
                     code, body = await self._call(api, f"/api/runs/{run_id}/answer",
                                                   {"ask_id": ask["id"], "text": token})
                     if code == 200 and body.get("ok"):
+                        self.report.accepted_at[token] = time.perf_counter()
                         self.report.answers[token] = run_id
                         self.report.said[token] = str(body.get("message", ""))
             await asyncio.sleep(0.3)
@@ -219,6 +267,7 @@ class Campaign:
                 run_id, token = self.rng.choice(live), f"I{uuid.uuid4().hex[:8]}"
                 code, body = await self._call(api, f"/api/runs/{run_id}/interrupt", {"text": f"please {token}"})
                 if code == 200 and body.get("ok"):
+                    self.report.accepted_at[token] = time.perf_counter()
                     self.report.interrupts[token] = run_id
                     self.report.said[token] = str(body.get("message", ""))
 
@@ -260,7 +309,11 @@ class Campaign:
         proc = self.fleet.workers[name]
         held = await self._held_by(name)
         began = time.monotonic()
-        if self.rng.random() < 0.7:
+        sigkill = self.rng.random() < 0.7
+        how = "SIGKILL" if sigkill else "SIGTERM"
+        self.report.kill_at.append((time.perf_counter(), f"killed: worker {name} ({how}), it held "
+                                    + (", ".join(r for r, _gen in held) or "no run")))
+        if sigkill:
             proc.kill()
         else:
             await asyncio.wait_for(proc.stop(), 60)
@@ -296,7 +349,9 @@ class Campaign:
     async def _kill_front(self) -> None:
         front = self.fleet.front
         assert front is not None
-        if self.rng.random() < 0.7:
+        sigkill = self.rng.random() < 0.7
+        self.report.kill_at.append((time.perf_counter(), f"killed: front ({'SIGKILL' if sigkill else 'SIGTERM'})"))
+        if sigkill:
             front.kill()
         else:
             await asyncio.wait_for(front.stop(), 60)
@@ -306,7 +361,9 @@ class Campaign:
         await self.front()
 
     async def _kill_redis(self, long_outage: bool) -> None:
-        (self.server.kill if self.rng.random() < 0.5 else self.server.stop)()
+        sigkill = self.rng.random() < 0.5
+        self.report.kill_at.append((time.perf_counter(), f"killed: Redis ({'SIGKILL' if sigkill else 'SIGTERM'})"))
+        (self.server.kill if sigkill else self.server.stop)()
         self.report.kills["redis"] += 1
         down = self.dead_after_s + 1.5 if long_outage else self.rng.uniform(0.3, self.dead_after_s + 1.0)
         await asyncio.sleep(down)  # the outage
@@ -323,6 +380,24 @@ class Campaign:
                 await self.worker(name)
 
     # ---- what reached the model -------------------------------------------------------------------
+    def _tally_turns(self) -> None:
+        """Issue 32's count: was each accepted input one model turn's input (turns.py)?"""
+        by_run: dict[str, list[RecordedRequest]] = {}
+        for rec in self.double.model_requests():
+            run = next((r for r, token in self.tasks.items() if token in rec.first_user_text), None)
+            if run is not None:
+                by_run.setdefault(run, []).append(rec)
+        views = {run: RunView.of(recs) for run, recs in by_run.items()}
+        for token, run_id in [*self.report.answers.items(), *self.report.interrupts.items()]:
+            view = views.get(run_id)
+            where = view.reach(token).kind if view is not None else LOST
+            self.report.as_input[token] = where
+            if where == ONCE:
+                continue
+            self.report.shapes[token] = shape(view, token) if view is not None else "the run sent no request"
+            marks = [*self.report.kill_at, (self.report.accepted_at.get(token, 0.0), f"accepted: {token}")]
+            self.report.explained[token] = view.explain(token, marks) if view is not None else []
+
     def _tally(self) -> None:
         last: dict[str, Any] = {}
         every: dict[str, list[str]] = {}
@@ -331,6 +406,7 @@ class Campaign:
                 if token in rec.first_user_text:
                     last[run_id] = rec.body
                     every.setdefault(run_id, []).append(json.dumps(rec.body.get("messages", []), ensure_ascii=False))
+        self._tally_turns()
         for tokens in (self.report.answers, self.report.interrupts):
             for token, run_id in tokens.items():
                 body = last.get(run_id)

@@ -120,7 +120,7 @@ async def _campaign(settings: Settings, tmp: Path) -> Report:
     progress.update()
     figures = tally(ledger.accepted, md.requests, script, ledger.not_accepted)
     if settings.evidence:
-        _write_evidence(tmp / "evidence.json", ledger, md)
+        _write_evidence(tmp / "evidence.json", ledger, md, killer.stats.at)
     return Report(figures, killer.stats, seq, ledger, settings.seed, time.perf_counter() - t0, bot.ready_s,
                   bot.term_hung, bot.term_left, dict(statuses), log_errors=_log_errors(bot.log_path),
                   log_tail=bot.tail(80))
@@ -150,10 +150,12 @@ async def drain(progress: Progress, ledger: Ledger, settings: Settings) -> None:
             return  # nothing reached the model and nothing was accepted for quiet_s: what is left is stuck
 
 
-def _write_evidence(path: Path, ledger: Ledger, md: ModelDouble) -> None:
-    """What the count was made from, for a person to check it by hand."""
+def _write_evidence(path: Path, ledger: Ledger, md: ModelDouble, kills: list[tuple[float, str]]) -> None:
+    """What the count was made from, for a person to check it by hand (tests/support/campaign/evidence.py reads it)."""
     data = {"accepted": [asdict(a) for a in ledger.accepted], "not_accepted": [asdict(a) for a in ledger.not_accepted],
+            "kills": kills,
             "requests": [{"path": r.path, "turn": r.turn, "served": r.served, "received_at": r.received_at,
+                          "reply_text": r.reply_text, "reply_tool_ids": list(r.reply_tool_ids),
                           "body": r.body} for r in md.requests]}
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -55,6 +56,7 @@ def plan(rng: random.Random, kills: int) -> list[Kill]:
 class KillStats:
     done: Counter[str] = field(default_factory=Counter)  # "SIGKILL after_answer"…
     missed: Counter[str] = field(default_factory=Counter)  # moments that did not come in time
+    at: list[tuple[float, str]] = field(default_factory=list)  # (time.perf_counter(), what) of each kill
 
     def by_signal(self, sig: signal.Signals) -> int:
         return sum(n for k, n in self.done.items() if k.startswith(sig.name))
@@ -69,6 +71,7 @@ class Killer:
         for kill in kills:
             if not await self._arm(kill):
                 self.stats.missed[kill.moment] += 1
+            self.stats.at.append((time.perf_counter(), f"killed: {kill.sig.name} {kill.moment}"))
             await self.bot.kill(kill.sig)
             self.stats.done[f"{kill.sig.name} {kill.moment}"] += 1
             await self.bot.start()

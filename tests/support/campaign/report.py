@@ -1,14 +1,20 @@
-"""The campaign's table (issue 18's rows first), and what the suite asserts of it."""
+"""The campaign's table (issue 18's rows first), what the suite asserts of it, and what explains each input that
+did not reach exactly one model turn as its input (issue 32)."""
 
 from __future__ import annotations
 
 import signal
+from collections import Counter
 from dataclasses import dataclass
 
 from tests.support.campaign.killer import KillStats
 from tests.support.campaign.ledger import Ledger
 from tests.support.campaign.seqwatch import SeqStats
 from tests.support.campaign.tally import Figures
+from tests.support.campaign.turns import shape
+
+KIND_ORDER = ("answer", "decline", "mail", "interrupt", "approval")
+EXPLAINED = 12  # inputs shown request by request (every shape is still counted and shown once)
 
 
 @dataclass
@@ -42,6 +48,15 @@ class Report:
             out.append(f"{self.seq.violations} event seq violation(s) over the WebSocket")
         return out
 
+    def turn_problems(self) -> list[str]:
+        """Issue 32's criterion: every accepted input is one model turn's input (0 only in history, 0 twice)."""
+        f, out = self.figures, []
+        if f.only_in_history:
+            out.append(f"{f.only_in_history} accepted input(s) only in history (never a model turn's input)")
+        if f.twice:
+            out.append(f"{f.twice} accepted input(s) twice (the input of two turns, or twice in history)")
+        return out
+
     def table(self) -> str:
         f, k = self.figures, self.kills
         a, m, i = f.of("answer"), f.of("mail"), f.of("interrupt")
@@ -50,7 +65,7 @@ class Report:
         ready = sorted(self.ready_s)
         rows = [
             ("answers the API accepted", a.accepted),
-            ("reached the model exactly once", a.reached),
+            ("reached the model exactly once (once in the kept history)", a.reached),
             ("**lost** (accepted, never reached the model)", a.lost),
             ("duplicated", a.duplicated),
             ("mail accepted / reached / lost / duplicated", f"{m.accepted} / {m.reached} / {m.lost} / {m.duplicated}"),
@@ -75,6 +90,9 @@ class Report:
              if ready else "-"),
             ("model requests of campaign runs; wall time", f"{f.requests}; {self.wall_s:.0f} s"),
         ]
+        kinds = sorted(f.kinds, key=lambda k: KIND_ORDER.index(k) if k in KIND_ORDER else len(KIND_ORDER))
+        rows[8:8] = [(f"{kind}s as a model turn's input: accepted / **once** / only in history / twice / lost"
+                      + (" / late" if f.of(kind).late else ""), _as_input(f, kind)) for kind in kinds]
         lines = [f"restart campaign, seed {self.seed}", "", "| | |", "|---|---|"]
         lines += [f"| {name} | {value} |" for name, value in rows]
         for label, count in (("lost", a.lost_tokens + m.lost_tokens + i.lost_tokens),
@@ -82,6 +100,51 @@ class Report:
             if count:
                 lines.append(f"{label} (run:token): {', '.join(count[:12])}{' …' if len(count) > 12 else ''}")
         return "\n".join(lines)
+
+    def not_once(self) -> list[tuple[str, str, str, str]]:
+        """(class, kind, run id, token) of every accepted input that was not one turn's input, lost ones included."""
+        f, out = self.figures, []
+        for kind in sorted(f.kinds):
+            c = f.kinds[kind]
+            for label, tokens in (("twice", c.twice_tokens), ("lost", c.lost_tokens),
+                                  ("only in history", c.history_tokens)):
+                for entry in tokens:
+                    run, token = entry.split(":", 1)
+                    out.append((label, kind, run, token))
+        order = ("twice", "lost", "only in history")
+        return sorted(out, key=lambda row: order.index(row[0]))  # stable: kinds stay in order within a class
+
+    def explanation(self, explained: int | None = EXPLAINED) -> str:
+        """Each input that was not one turn's input: its shape; the shapes counted; then the requests around the
+        first `explained` of them (None: all; twice and lost first), so a reader sees which turn had it and what came
+        next."""
+        f, rows = self.figures, self.not_once()
+        explained = len(rows) if explained is None else explained
+        if not rows:
+            return "every accepted input was the input of exactly one model turn"
+        lines, shapes = ["inputs that were not exactly one model turn's input:"], Counter[str]()
+        for label, kind, run, token in rows:
+            view = f.views.get(run)
+            line = shape(view, token) if view is not None else "the run sent no request"
+            shapes[f"{label}: {line}"] += 1
+            lines.append(f"  {label:<15} {kind:<9} {run}:{token}  {line}")
+        lines += ["", "shapes (how many inputs went each way):"]
+        lines += [f"  {n:>3} × {key}" for key, n in shapes.most_common()]
+        lines += ["", f"requests around the first {min(explained, len(rows))} (T = a turn, - = not a turn; "
+                      "the reply served; the request's last messages):"]
+        for label, kind, run, token in rows[:explained]:
+            view = f.views.get(run)
+            marks = [*self.kills.at, *((a.at, f"accepted: {a.kind} {a.token}") for a in self.ledger.accepted
+                                       if a.token == token)]
+            lines.append(f"  {label} {kind} {run}:{token}")
+            lines += [f"    {x}" for x in (view.explain(token, marks) if view is not None else [])]
+        return "\n".join(lines)
+
+
+def _as_input(f: Figures, kind: str) -> str:
+    c = f.of(kind)
+    late = f" / {c.late}" if c.late else ""
+    return f"{c.accepted} / {c.as_input} / {c.only_in_history} / {c.twice} / {c.lost}{late}"
 
 
 def _counter(counts: dict[str, int]) -> str:

@@ -8,6 +8,10 @@ run with more than one kept session is said to span several sessions. Each accep
 in the user side of the kept sessions' last requests (user text and tool results, never what the
 model said): once = reached, zero = lost, more = duplicated.
 
+Issue 32 asks more: was the input a model turn's *input*? turns.py reads each run's requests for that
+(the new input of the requests the conversation went on from): as input once, only in history, twice;
+`KindCount.as_input` / `only_in_history` / `twice` hold it, the history count above stays as it was.
+
 One allowance, for mail only: mail to a run that finished, accepted after the model's last inbox read
 (no inbox turn was served to the run after the mail was accepted), is *late*: the scenario never
 looked again, so it could not have arrived. It is shown on its own line, never among the reached;
@@ -19,22 +23,16 @@ not expected anywhere; those found anyway are counted apart (`unaccepted_reached
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from flower_core.devmodel import RecordedRequest
 from tests.support.campaign.ledger import Accepted
 from tests.support.campaign.script import Script
+from tests.support.campaign.turns import HISTORY, LOST, ONCE, TWICE, RunView, session_id, user_side
 
-
-@dataclass(frozen=True)
-class Session:
-    session_id: str
-    last: RecordedRequest
-    tool_ids: frozenset[str]
+__all__ = ["Figures", "KindCount", "session_id", "tally", "user_side"]
 
 
 @dataclass
@@ -46,6 +44,12 @@ class KindCount:
     late: int = 0
     lost_tokens: list[str] = field(default_factory=list)
     duplicated_tokens: list[str] = field(default_factory=list)
+    # As a model turn's input (turns.py): once / only in history / twice; lost is `lost` above.
+    as_input: int = 0
+    only_in_history: int = 0
+    twice: int = 0
+    history_tokens: list[str] = field(default_factory=list)
+    twice_tokens: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +61,7 @@ class Figures:
     multi_session: list[str]
     requests: int  # model requests of campaign runs
     unaccepted_reached: int = 0  # inputs the API refused (or never answered) that reached the model anyway
+    views: dict[str, RunView] = field(default_factory=dict)  # run id -> its requests read, to explain a token
 
     def of(self, kind: str) -> KindCount:
         return self.kinds.get(kind, KindCount())
@@ -69,53 +74,13 @@ class Figures:
     def duplicated(self) -> int:
         return sum(k.duplicated for k in self.kinds.values())
 
+    @property
+    def only_in_history(self) -> int:
+        return sum(k.only_in_history for k in self.kinds.values())
 
-def session_id(rec: RecordedRequest) -> str:
-    meta = rec.body.get("metadata")
-    raw = meta.get("user_id") if isinstance(meta, dict) else None
-    try:
-        found = json.loads(raw).get("session_id") if isinstance(raw, str) else None
-    except (ValueError, AttributeError):
-        found = None
-    return str(found or "")
-
-
-def _blocks(content: Any) -> list[dict[str, Any]]:
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def tool_ids(rec: RecordedRequest) -> frozenset[str]:
-    return frozenset(str(b.get("id")) for m in rec.body.get("messages", []) if m.get("role") == "assistant"
-                     for b in _blocks(m.get("content")) if b.get("type") == "tool_use")
-
-
-def user_side(rec: RecordedRequest) -> str:
-    """Everything the human side of the conversation carried: user text and tool results."""
-    parts: list[str] = []
-
-    def add(content: Any) -> None:
-        if isinstance(content, str):
-            parts.append(content)
-        for block in _blocks(content):
-            if block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif block.get("type") == "tool_result":
-                add(block.get("content"))
-
-    for msg in rec.body.get("messages", []):
-        if isinstance(msg, dict) and msg.get("role") == "user":
-            add(msg.get("content"))
-    return "\n".join(parts)
-
-
-def kept_sessions(requests: list[RecordedRequest]) -> list[Session]:
-    last: dict[str, RecordedRequest] = {}
-    for rec in requests:  # in arrival order: the last one of each session wins
-        last[session_id(rec)] = rec
-    sessions = [Session(sid, rec, tool_ids(rec)) for sid, rec in last.items()]
-    return [s for s in sessions
-            if not any(t is not s and t.last.received_at > s.last.received_at and s.tool_ids <= t.tool_ids
-                       for t in sessions)]
+    @property
+    def twice(self) -> int:
+        return sum(k.twice for k in self.kinds.values())
 
 
 def tally(accepted: Iterable[Accepted], requests: Iterable[RecordedRequest], script: Script,
@@ -130,14 +95,13 @@ def tally(accepted: Iterable[Accepted], requests: Iterable[RecordedRequest], scr
         run = next((r for r, token in tasks.items() if token in text), None)
         if run is not None:
             by_run[run].append(rec)
-    seen: dict[str, str] = {}
+    views = {run: RunView.of(recs) for run, recs in by_run.items()}
+    seen = {run: view.history for run, view in views.items()}
     inbox_times: dict[str, list[float]] = defaultdict(list)
     finished, multi = set(), []
     for run, recs in by_run.items():
-        kept = kept_sessions(recs)
-        if len(kept) > 1:
+        if len(views[run].kept) > 1:
             multi.append(run)
-        seen[run] = "\n".join(user_side(s.last) for s in kept)
         inbox_times[run] = [r.received_at for r in recs if script.served_inbox(r.turn, r.served)]
         if any(script.is_end(r.turn, r.served) for r in recs):
             finished.add(run)
@@ -158,6 +122,16 @@ def tally(accepted: Iterable[Accepted], requests: Iterable[RecordedRequest], scr
         else:
             count.lost += 1
             count.lost_tokens.append(f"{a.run_id}:{a.token}")
+        view = views.get(a.run_id)
+        where = view.reach(a.token).kind if view is not None else LOST
+        if where == ONCE:
+            count.as_input += 1
+        elif where == HISTORY:
+            count.only_in_history += 1
+            count.history_tokens.append(f"{a.run_id}:{a.token}")
+        elif where == TWICE:
+            count.twice += 1
+            count.twice_tokens.append(f"{a.run_id}:{a.token}")
     unaccepted = sum(1 for a in not_accepted if a.kind != "task" and a.token in seen.get(a.run_id, ""))
     return Figures(kinds, len(tasks), len(finished), sorted(set(tasks) - finished), sorted(multi),
-                   sum(len(v) for v in by_run.values()), unaccepted)
+                   sum(len(v) for v in by_run.values()), unaccepted, views)
