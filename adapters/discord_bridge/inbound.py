@@ -129,6 +129,9 @@ class Actions:
                 files = await fetch_all(message.attachments, hub.upload_limits(run_id, thread).max_file_bytes)
                 await hub.attach(run_id, files, message.content, user, origin=str(message.id), where=thread)
             else:
-                await hub.said(thread, user, message.content, origin=str(message.id), reply_to=reply_to)
+                result = await hub.said(thread, user, message.content, origin=str(message.id), reply_to=reply_to)
+                shown = result.to_show(quiet_when_ok=True) if result is not None else None
+                if shown is not None:  # no interaction to answer: the hub tells the one person (a DM)
+                    await hub.refuse(thread, user, shown, run_id)
         except Exception:  # one bad message must not take the listener down
             log.exception("message %s in %s not handled", message.id, thread)
