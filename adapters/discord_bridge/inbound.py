@@ -22,6 +22,7 @@ from typing import Any
 
 import discord
 
+from adapters.discord_bridge.checks import message_problem
 from adapters.discord_bridge.context import DiscordContext
 from adapters.discord_bridge.files import fetch_all
 from adapters.discord_bridge.modals import StopModal, WordsModal
@@ -111,6 +112,9 @@ class Actions:
 
     # ---- thread messages ------------------------------------------------------------------------
     async def on_message(self, message: discord.Message) -> None:
+        if (problem := message_problem(message)) is not None:  # discord.py parsed it, but it is no one's message
+            log.warning("discord: skipped a malformed MESSAGE_CREATE dispatch: %s", problem)
+            return
         if not self.ctx.ready or message.author.bot or message.webhook_id is not None:
             return
         if message.type not in _PERSON_MESSAGES or not (message.content.strip() or message.attachments):
