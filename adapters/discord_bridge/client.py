@@ -16,6 +16,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
+from adapters.discord_bridge.checks import option_problem
 from adapters.discord_bridge.commands import FlowerCommands
 from adapters.discord_bridge.connection import guard_parsers
 from adapters.discord_bridge.context import DiscordContext
@@ -63,7 +64,14 @@ class FlowerTree(app_commands.CommandTree[Any]):
             log.warning("discord: skipped a malformed INTERACTION_CREATE dispatch: an application command "
                         "without %s", "'data'" if data is None else "a name")
             return False
-        return self.ctx.fresh(interaction)  # a replayed slash command runs once
+        if not self.ctx.fresh(interaction):  # a replayed slash command runs once
+            return False
+        problem = option_problem(interaction.command, data)
+        if problem is not None:  # discord.py would pass a word on as `asks`: the command would trip over it
+            log.warning("discord: /%s refused: %s", data.get("name"), problem)
+            await Reply(interaction).say(f"{problem}; see `/flower help`.")
+            return False
+        return True
 
     async def on_error(self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError,
                        /) -> None:

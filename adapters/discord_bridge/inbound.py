@@ -22,6 +22,7 @@ from typing import Any
 
 import discord
 
+from adapters.discord_bridge.checks import message_problem
 from adapters.discord_bridge.context import DiscordContext
 from adapters.discord_bridge.files import fetch_all
 from adapters.discord_bridge.modals import StopModal, WordsModal
@@ -111,6 +112,9 @@ class Actions:
 
     # ---- thread messages ------------------------------------------------------------------------
     async def on_message(self, message: discord.Message) -> None:
+        if (problem := message_problem(message)) is not None:  # discord.py parsed it, but it is no one's message
+            log.warning("discord: skipped a malformed MESSAGE_CREATE dispatch: %s", problem)
+            return
         if not self.ctx.ready or message.author.bot or message.webhook_id is not None:
             return
         if message.type not in _PERSON_MESSAGES or not (message.content.strip() or message.attachments):
@@ -129,6 +133,9 @@ class Actions:
                 files = await fetch_all(message.attachments, hub.upload_limits(run_id, thread).max_file_bytes)
                 await hub.attach(run_id, files, message.content, user, origin=str(message.id), where=thread)
             else:
-                await hub.said(thread, user, message.content, origin=str(message.id), reply_to=reply_to)
+                result = await hub.said(thread, user, message.content, origin=str(message.id), reply_to=reply_to)
+                shown = result.to_show(quiet_when_ok=True) if result is not None else None
+                if shown is not None:  # no interaction to answer: the hub tells the one person (a DM)
+                    await hub.refuse(thread, user, shown, run_id)
         except Exception:  # one bad message must not take the listener down
             log.exception("message %s in %s not handled", message.id, thread)

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adapters.state import RunRecord, StateStore
+from adapters.state import LIVE_STATUSES, RunRecord, RunStatus, StateStore
 from adapters.surface import ThreadRef
 
 if TYPE_CHECKING:
     from adapters.hub.runs import LiveRun
+
+
+def has_ended(record: RunRecord) -> bool:
+    """Finished for good as the store says (done, failed, stopped, or an ending a newer version wrote), as
+    opposed to live or asleep (died, parked: those are woken, not continued)."""
+    return record.status not in LIVE_STATUSES and record.status != RunStatus.DIED
 
 
 class RunBook:

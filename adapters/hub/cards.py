@@ -3,7 +3,19 @@ which platform messages show it.
 
 A live run answers from its view; a run asleep since a restart from its card ledger and the state
 store, so an old card stays answerable. `check` is the one rule for "may this card be answered now"
-(the hub's intents and the web API's status codes both come from it).
+(the hub's intents and the web API's status codes both come from it), and for what a late click is
+told, in this order:
+
+===========================================  ===========  =================================================
+the card                                     problem      the line for the person who clicked
+===========================================  ===========  =================================================
+not known to the run                         UNKNOWN      I don't know that question.
+answered or declined by someone              SETTLED      … already settled (answered by Bea[ on Slack]).
+closed by a restart: not asked again         SETTLED      … asked before the bot restarted, and the run …
+otherwise closed, or open, and the run ended ENDED        This run has ended (stopped); its questions …
+otherwise closed (timed out, over budget…)   SETTLED      … already settled (timeout).
+someone's answer on its way                  HELD         An answer from Bea is already waiting …
+===========================================  ===========  =================================================
 """
 
 from __future__ import annotations
@@ -14,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from adapters.hub.book import RunBook
+from adapters.hub.book import RunBook, has_ended
 from adapters.hub.ledger import CardLedger, CardRecord
 from adapters.state import StateStore
 from adapters.surface import OutMessage, ThreadRef
@@ -27,6 +39,7 @@ class CardProblem(StrEnum):
     NONE = ""
     UNKNOWN = "unknown"  # no such card in this run
     SETTLED = "settled"  # answered, declined, timed out or closed
+    ENDED = "ended"  # the run has ended (done, failed, stopped): its questions are closed
     HELD = "held"  # someone's answer is already on its way to the run
 
 
@@ -48,6 +61,11 @@ class OpenCard:
     waited_s: float | None  # None when the run is asleep (nobody is timing it now)
     kind: str = ""  # "" a question, "approval" a tool call waiting for a person, "budget" the cost cap
     facts: dict[str, Any] = field(default_factory=dict)  # an approval's tool and input (known while live)
+
+
+def ended_line(status: str) -> str:
+    """What a person acting on a question of a run that has ended is told."""
+    return f"This run has ended ({status}); its questions are closed."
 
 
 class CardBook:
@@ -73,9 +91,8 @@ class CardBook:
                 rec = ledger.asked(card_id, stored.question, list(stored.options))
         if open_card is None and rec is None:
             return CardCheck(None, CardProblem.UNKNOWN, "I don't know that question.")
-        if open_card is None and rec is not None and rec.state != "asked":
-            who = f" by {self.who(rec.by)}" if rec.by else ""
-            return CardCheck(None, CardProblem.SETTLED, f"That question is already settled ({rec.state}{who}).")
+        if open_card is None and rec is not None and (late := self._late(run_id, rec)) is not None:
+            return late
         if rec is not None and rec.held is not None:
             return CardCheck(None, CardProblem.HELD,
                              f"An answer from {self.who(rec.held_by)} is already waiting for that question.")
@@ -83,6 +100,22 @@ class CardBook:
             return CardCheck(open_card)
         assert rec is not None
         return CardCheck(AskCard(rec.card_id, "", rec.question, list(rec.options)))
+
+    def _late(self, run_id: str, rec: CardRecord) -> CardCheck | None:
+        """Why a card no live question shows takes no answer (the table above), or None: it still does."""
+        if rec.state != "asked" and rec.by:
+            place = f" on {rec.place}" if rec.place else ""
+            return CardCheck(None, CardProblem.SETTLED,
+                             f"That question is already settled ({rec.state} by {self.who(rec.by)}{place}).")
+        if rec.state != "asked" and rec.left_behind:
+            return CardCheck(None, CardProblem.SETTLED, "That question was asked before the bot restarted, and the "
+                             "run went on without asking it again.")
+        record = self.store.get_run(run_id)
+        if record is not None and has_ended(record):  # (just ended: it may still be flushing its thread)
+            return CardCheck(None, CardProblem.ENDED, ended_line(record.status))
+        if rec.state != "asked":
+            return CardCheck(None, CardProblem.SETTLED, f"That question is already settled ({rec.state}).")
+        return None
 
     def record(self, run_id: str, card_id: str) -> CardRecord | None:
         ledger = self._ledger(run_id)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from adapters.hub.book import has_ended
 from adapters.hub.results import IntentResult
-from adapters.hub.rounds import has_ended
 from adapters.hub.settings import UploadLimits
 from adapters.hub.workspace import INBOX, inside, workspace_files
 from adapters.state import RunRecord
@@ -86,8 +86,8 @@ class Attached(IntentResult):
 
     @classmethod
     def of(cls, result: IntentResult, files: Sequence[SavedFile] = (), problem: str = "") -> Attached:
-        return cls(result.ok, result.message, result.run_id, result.needs_input, result.duplicate, tuple(files),
-                   problem)
+        return cls(result.ok, result.message, result.run_id, result.needs_input, result.duplicate, result.told,
+                   files=tuple(files), problem=problem)
 
 
 # ---- pure rules --------------------------------------------------------------------------------------

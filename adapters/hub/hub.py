@@ -38,7 +38,7 @@ from adapters.chores import Chores
 from adapters.hub import routing as _routing
 from adapters.hub.admission import Admission
 from adapters.hub.book import RunBook
-from adapters.hub.cards import CardBook, CardProblem
+from adapters.hub.cards import CardBook, CardCheck, CardProblem
 from adapters.hub.files import Attached, FileIntake, Incoming
 from adapters.hub.launcher import Launcher, Tap
 from adapters.hub.lookups import HubLookups
@@ -182,15 +182,23 @@ class Hub(HubLookups):
             return refusal
         check = self.cards.check(run_id, card_id)
         if check.card is None:
-            result = IntentResult(False, check.message, run_id, duplicate=check.problem is not CardProblem.UNKNOWN)
-        elif (live := self.book.live.get(run_id)) is not None:
+            return self._late(check, run_id)
+        if (live := self.book.live.get(run_id)) is not None:
             place = self.places.name(where) if where is not None and self.mirrors.spread(live) else ""
             result = await live.answer(check.card, text, user, decline=decline, where=place)
+            if not result.ok and result.duplicate and not (now := self.cards.check(run_id, card_id)):
+                return self._late(now, run_id)  # settled meanwhile: say by whom, as for any late click
         else:
             result = await self.restarts.answer_sleeping(record, check.card, text, user, decline=decline)
         if not result.ok and not result.duplicate:
-            await self.refuse(record.thread, user, result.message, run_id)
+            return await self.refuse(record.thread, user, result.message, run_id)
         return result
+
+    @staticmethod
+    def _late(check: CardCheck, run_id: str) -> IntentResult:
+        """A click (or reply) on a card that takes no answer: CardBook.check said why, and the platform shows
+        it to the person, every time, where they clicked. An unknown card is a plain refusal."""
+        return IntentResult(False, check.message, run_id, duplicate=check.problem is not CardProblem.UNKNOWN)
 
     async def send(self, run_id: str, text: str, user: str, *, origin: str = "",
                    where: ThreadRef | None = None) -> IntentResult:
@@ -304,7 +312,7 @@ class Hub(HubLookups):
     async def refuse(self, thread: ThreadRef, user: str, reason: str, run_id: str = "") -> IntentResult:
         """Tell the actor alone why not; nothing else changes."""
         await self.places.tell(thread, user, reason)
-        return IntentResult(False, reason, run_id)
+        return IntentResult(False, reason, run_id, told=True)
 
     # ---- who may act (the rule every intent applies) --------------------------------------------
     def may(self, user: str, verb: Verb, *, run_id: str = "", channel: str = "") -> Decision:

@@ -41,6 +41,9 @@ class CardRecord:
     answer: str = ""
     held: str | None = None  # the answer being given (durable in the run's intent log): one at a time
     held_by: str = ""
+    held_place: str = ""  # where it was given, when the run shows in several places ("Slack")
+    place: str = ""  # where the settling answer was given (as its card names it; "" when it does not)
+    left_behind: bool = False  # closed because the run, woken after a restart, went on without asking it again
 
 
 class CardLedger:
@@ -70,25 +73,27 @@ class CardLedger:
         self._save()
         return rec
 
-    def settled(self, card_id: str, state: str, *, by: str = "", answer: str = "") -> None:
+    def settled(self, card_id: str, state: str, *, by: str = "", answer: str = "", place: str = "",
+                left_behind: bool = False) -> None:
         rec = self.cards.get(card_id)
         if rec is None:
             return
         rec.state, rec.by, rec.answer = AskState(state), by or rec.by, answer
-        rec.held, rec.held_by = None, ""
+        rec.place, rec.left_behind = place or rec.place, left_behind
+        rec.held, rec.held_by, rec.held_place = None, "", ""
         self._save()
 
-    def hold(self, card_id: str, answer: str, by: str) -> None:
+    def hold(self, card_id: str, answer: str, by: str, place: str = "") -> None:
         rec = self.cards.get(card_id)
         if rec is not None:
-            rec.held, rec.held_by = answer, by
+            rec.held, rec.held_by, rec.held_place = answer, by, place
             self._save()
 
     def release(self, card_id: str) -> None:
         """The held answer did not apply (the question had closed): the card takes answers again."""
         rec = self.cards.get(card_id)
         if rec is not None and rec.held is not None:
-            rec.held, rec.held_by = None, ""
+            rec.held, rec.held_by, rec.held_place = None, "", ""
             self._save()
 
     def open_cards(self) -> list[CardRecord]:

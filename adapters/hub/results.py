@@ -11,7 +11,11 @@ class IntentResult:
 
     `needs_input`: the button wants words first (free-text answer, interrupt, oracle question): the
     platform opens a form with this prompt and calls `handle_action` again with `text=`.
-    `duplicate`: a replayed delivery or a second click; platforms should show nothing new.
+    `duplicate`: a replayed delivery (ok) — nothing new to say — or a late click on a card that no longer
+    takes an answer (not ok): settled, its run ended, left behind by a restart; `message` says which
+    (CardBook.check is the one rule).
+    `told`: the hub has already told the actor this refusal itself, alone (`Hub.refuse`); platforms show
+    nothing more. Every other refusal is for the platform to show, every time (never "said a moment ago").
     """
 
     ok: bool
@@ -19,6 +23,7 @@ class IntentResult:
     run_id: str = ""
     needs_input: str = ""
     duplicate: bool = False
+    told: bool = False
 
     def __bool__(self) -> bool:
         return self.ok
@@ -30,8 +35,8 @@ class IntentResult:
 
     def to_show(self, *, quiet_when_ok: bool) -> str | None:
         """The one rule for what the person who acted is told (None: nothing). A replay says nothing; a
-        success says nothing where the thread itself shows it (`quiet_when_ok`); a refusal or a late click
-        on a settled card says why."""
-        if self.replayed or (self.ok and quiet_when_ok):
+        success says nothing where the thread itself shows it (`quiet_when_ok`); a refusal the hub told
+        already says nothing more; any other refusal, and a late click on a stale card, says why."""
+        if self.replayed or self.told or (self.ok and quiet_when_ok):
             return None
         return self.message or None

@@ -32,11 +32,11 @@ from pathlib import Path
 
 from adapters.access import Access
 from adapters.hub.admission import Admission
-from adapters.hub.book import RunBook
+from adapters.hub.book import RunBook, has_ended
 from adapters.hub.fanout import ALL
 from adapters.hub.launcher import Launcher
 from adapters.hub.results import IntentResult
-from adapters.state import LIVE_STATUSES, Mirror, RunRecord, RunStatus, StateStore
+from adapters.state import Mirror, RunRecord, RunStatus, StateStore
 from adapters.surface import ThreadRef
 from adapters.view import ViewConfig
 from adapters.view import fmt as _fmt
@@ -45,12 +45,6 @@ Refuse = Callable[[ThreadRef, str, str, str], Awaitable[IntentResult]]  # (threa
 Follow = Callable[[str, ThreadRef, str], Awaitable[IntentResult]]  # Hub.follow (run_id, thread, user)
 Send = Callable[..., Awaitable[IntentResult]]  # Hub.send (run_id, text, user, where=thread)
 GoOn = Callable[..., Awaitable[IntentResult]]  # Hub.continue_run (run_id, text, user, where=thread)
-
-
-def has_ended(record: RunRecord) -> bool:
-    """Finished for good as the store says (done, failed, stopped, or an ending a newer version wrote), as
-    opposed to live or asleep (died, parked: those are woken, not continued)."""
-    return record.status not in LIVE_STATUSES and record.status != RunStatus.DIED
 
 
 class Rounds:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from adapters.hub.book import has_ended
 from adapters.hub.changes import post_files
 from adapters.hub.replies import parse_reply
 from adapters.hub.results import IntentResult
-from adapters.hub.rounds import has_ended
 from adapters.ids import IdError, decode
 from adapters.surface import ThreadRef
 
@@ -68,9 +68,11 @@ async def handle_action(hub: Hub, action_id: str, user: str, *, delivery_id: str
         return IntentResult(True, INPUT_PROMPTS[verb], run_id, needs_input=INPUT_PROMPTS[verb])
     if verb == "ans":
         options = hub.cards.options(run_id, card_id)
-        if action.option is None or action.option >= len(options):
-            return IntentResult(False, "That option no longer exists.", run_id)
-        return await hub.answer(run_id, card_id, options[action.option], user, where=where)
+        if action.option is not None and action.option < len(options):
+            return await hub.answer(run_id, card_id, options[action.option], user, where=where)
+        if not hub.cards.check(run_id, card_id):  # settled, its run ended…: the answer path says which, and to whom
+            return await hub.answer(run_id, card_id, "", user, where=where)
+        return IntentResult(False, "That option no longer exists.", run_id)
     if verb == "txt":
         return await hub.answer(run_id, card_id, text or "", user, where=where)
     if verb == "dec":
@@ -85,4 +87,8 @@ async def handle_action(hub: Hub, action_id: str, user: str, *, delivery_id: str
         record = hub.run(run_id)
         return await post_files(hub, record, user, where) if record is not None else \
             IntentResult(False, f"No run {run_id}.", run_id)
-    return await hub.oracle(run_id, text or "", user)
+    if verb == "orc":
+        return await hub.oracle(run_id, text or "", user)
+    # A verb the codec knows but nothing here routes (a newer version's button): say so, change nothing.
+    return IntentResult(False, f"I don't know what that button does ({verb!r}); it may be from a newer version "
+                        "of the bot.", run_id)

@@ -234,7 +234,8 @@ class LiveRun:
             self.ledger.asked(card_id, ev.text, options)
         else:
             rec = self.ledger.get(card_id)
-            self.ledger.settled(card_id, state, by=rec.held_by if rec is not None and rec.held is not None else "",
+            held = rec if rec is not None and rec.held is not None else None  # the answer it applied names its giver
+            self.ledger.settled(card_id, state, by=held.held_by if held else "", place=held.held_place if held else "",
                                 answer=str(p.get("answer") or ""))
         if self._on_ask is not None:
             self._on_ask(self, card_id, state)
@@ -271,7 +272,7 @@ class LiveRun:
             if self.view.open_card(rec.card_id) is not None:
                 continue  # bound to a live question
             if card_gen(rec.card_id) < self.view.gen or final:
-                self.ledger.settled(rec.card_id, "cancelled")
+                self.ledger.settled(rec.card_id, "cancelled", left_behind=card_gen(rec.card_id) < self.view.gen)
                 self.pipe.put(self.view.show_card(AskCard(
                     rec.card_id, "", rec.question, rec.options, state="cancelled",
                     note="The run went on without asking this again.")))
@@ -297,7 +298,7 @@ class LiveRun:
     async def _settle(self, card: AskCard, text: str, user: str, *, decline: bool, where: str = "") -> IntentResult:
         intent = Intent(Op.DECLINE if decline else Op.ANSWER, text, card=card.card_id, ask=card.ask_id,
                         question=card.question, user=user, kind=card.kind)
-        self.ledger.hold(card.card_id, text, user)  # one answer per card at a time, even across a restart
+        self.ledger.hold(card.card_id, text, user, where)  # one answer per card at a time, even across a restart
         self.view.answering(card.card_id, user, where)
         try:
             reply = await self._submit(intent)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from adapters.hub.admission import Admission
 from adapters.hub.book import RunBook
+from adapters.hub.cards import ended_line
 from adapters.hub.launcher import Launcher
 from adapters.hub.ledger import CardLedger
 from adapters.hub.mirrors import Mirrors
@@ -199,9 +200,8 @@ class Restarts:
                               decline: bool) -> IntentResult:
         """An answer (or decline) on an open card (the hub checked) of a run not running in this process."""
         run_id = record.run_id
-        if record.status not in ASLEEP:
-            return IntentResult(False, f"Run {run_id} has ended ({record.status}); its questions are closed.",
-                                run_id)
+        if record.status not in ASLEEP:  # (CardBook.check says so first; a run that ended meanwhile)
+            return IntentResult(False, ended_line(record.status), run_id)
         intent = Intent(Op.DECLINE if decline else Op.ANSWER, text, card=card.card_id, question=card.question,
                         user=user, kind=card.kind)
         await self.transport.keep(run_id, intent)  # durable before anything is said

@@ -141,10 +141,11 @@ class SlackContext:
 
     async def report(self, result: IntentResult, channel: str, user: str, thread_ts: str = "", *,
                      success: bool = False) -> None:
-        """Show an intent's outcome to the actor when nobody has yet: a refusal the hub did not
-        notify itself, a late click ("already answered by …"), and successes when asked to."""
+        """Show an intent's outcome to the actor, as the hub's result says (`IntentResult.to_show`): a refusal
+        the hub did not tell itself, a late click ("already settled (answered by …)", "this run has ended"),
+        every time, and successes when asked to."""
         text = result.to_show(quiet_when_ok=not success)
-        if text is not None and not self.surface.told_recently(user, text):
+        if text is not None:
             await self.tell(channel, user, text, thread_ts)
 
     # ---- starting a run -----------------------------------------------------------------------------------

@@ -91,8 +91,9 @@ class SlackSettings:
 
 
 class _SocketHandler(AsyncSocketModeHandler):
-    """Bolt's Socket Mode handler, plus: replayed envelopes are acked and dropped, and an envelope
-    Bolt could not place is acked anyway (Slack would otherwise re-send it and show an error)."""
+    """Bolt's Socket Mode handler, plus: replayed envelopes are acked and dropped, an envelope Bolt could
+    not place is acked anyway (Slack would otherwise re-send it and show an error), and so is one whose
+    payload is not an object (null, a number, a list, a string, or missing): one line, dropped."""
 
     def __init__(self, app: AsyncApp, app_token: str, ctx: SlackContext) -> None:
         super().__init__(app, app_token)
@@ -101,8 +102,21 @@ class _SocketHandler(AsyncSocketModeHandler):
         self.client.message_listeners.append(self._on_message)
 
     async def _on_message(self, client: Any, message: dict[str, Any], raw: str | None) -> None:
+        """Every message on the socket, before the SDK turns an envelope into a request."""
         if message.get("type") == "hello":
             self.hello.set()
+        envelope_id = message.get("envelope_id")
+        if not envelope_id or _request_of(message):
+            return
+        # The SDK would raise building its request (a traceback in its log) and nobody would ack: ack it
+        # here and take the payload out, so `SocketModeRequest.from_dict` makes no request of it at all.
+        what = type(message.pop("payload")).__name__ if "payload" in message else "missing"
+        log.warning("Slack %s envelope not understood (payload: %s, not an object): acked and dropped",
+                    message.get("type"), what)
+        try:
+            await client.send_socket_mode_response(SocketModeResponse(envelope_id=str(envelope_id)))
+        except Exception as exc:  # the socket went away meanwhile: Slack sends the envelope again
+            log.info("could not ack envelope %s: %r", envelope_id, exc)
 
     async def handle(self, client: Any, req: SocketModeRequest) -> None:
         if req.envelope_id and self.ctx.seen(f"slack:envelope:{req.envelope_id}"):
@@ -119,6 +133,12 @@ class _SocketHandler(AsyncSocketModeHandler):
             log.warning("Slack %s envelope not handled (status %s): acked anyway", req.type, resp.status)
             resp = BoltResponse(status=200, body="")
         await send_async_response(client, req, resp, start)
+
+
+def _request_of(message: dict[str, Any]) -> bool:
+    """Whether this envelope is one to hand to Bolt: a type, and a payload that is an object. (The SDK would
+    wrap a string as {"text": …}, which no listener takes: Slack never sends one.)"""
+    return isinstance(message.get("type"), str) and isinstance(message.get("payload"), dict)
 
 
 class SlackFrontend:

@@ -249,7 +249,7 @@ def resolve_card(w: WebFrontend, record: RunRecord, ask_id: str) -> str:
         problem, message = w.hub.card_state(record.run_id, card_id)
     if problem is CardProblem.UNKNOWN:
         raise ApiError(404, f"run {record.run_id} has no question {ask_id!r} (GET .../asks lists the open ones)")
-    if problem is CardProblem.SETTLED:
+    if problem in (CardProblem.SETTLED, CardProblem.ENDED):
         raise ApiError(409, f"question {card_id}: {message}")
     return card_id
 

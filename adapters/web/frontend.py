@@ -220,7 +220,7 @@ def make_app(front: WebFrontend) -> web.Application:
     app.router.add_routes(api.routes() + files.file_routes() + stream.stream_routes())
     app.router.add_get("/", page.index)
     app.router.add_get("/ws", page.page_ws)
-    app.router.add_static("/static", page.STATIC, follow_symlinks=False)
+    app.router.add_get("/static/{name}", page.static)
     app.on_response_prepare.append(_on_prepare)
     if front.ops is not None:  # operations endpoints: health and readiness open, metrics behind the guard
         front.ops.mount(app)

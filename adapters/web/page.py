@@ -34,9 +34,12 @@ from adapters.web.api import WEB_USER, run_json, web_of
 from adapters.web.events import EventLog
 from adapters.web.surface import Watcher
 
-__all__ = ["STATIC", "index", "page_ws"]
+__all__ = ["STATIC", "index", "page_ws", "static"]
 
 STATIC = Path(__file__).parent / "static"
+# The page's own files, by name. A request names one of these or gets a 404 without the disk being asked: a
+# name too long for the file system (ENAMETOOLONG), a NUL byte or a `..` never reaches a stat() call.
+SHIPPED = {p.name: p for p in STATIC.iterdir() if p.is_file()}
 ASK_TOOL = "mcp__human__ask"
 RUNS_SHOWN = 200
 ACTIVITY_PAGE = 500
@@ -53,6 +56,14 @@ class Watching:
 
 async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+
+async def static(request: web.Request) -> web.StreamResponse:
+    """GET /static/{name}: one of the page's files (SHIPPED), else 404."""
+    path = SHIPPED.get(request.match_info["name"])
+    if path is None:
+        raise web.HTTPNotFound(text="No such file.")
+    return web.FileResponse(path)
 
 
 async def page_ws(request: web.Request) -> web.WebSocketResponse:

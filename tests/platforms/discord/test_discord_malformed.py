@@ -24,7 +24,7 @@ from adapters.discord_bridge import DiscordFrontend
 from adapters.discord_bridge.connection import Backoff
 from adapters.discord_bridge.errors import FAILED, UNKNOWN_COMMAND, Told, told
 from adapters.hub import Hub
-from adapters.state import MemoryStateStore
+from adapters.state import MemoryStateStore, RunRecord
 from adapters.surface import Button, OutMessage, ThreadRef
 from tests.e2e.test_discord_bot_process import Bot, bot_env, no_bot_left_behind
 from tests.support.discord_double import TOKEN, DiscordDouble
@@ -130,6 +130,67 @@ async def test_a_malformed_dispatch_is_logged_once_and_later_commands_still_work
     ours = [r.getMessage() for r in caplog.records if not r.name.startswith("discord.")]  # (discord.py's debug
     assert not any(secret in m or "hello there" in m for m in ours)                     # lines echo frames)
     assert d.gateway.identifies == 1 and d.gateway.resumes == 0  # skipped in place, no reconnect needed
+
+
+def tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.exc_info]
+
+
+@pytest.mark.parametrize("broken", [("author", "member"), ("content", None), ("content", 5), ("content", ["x"]),
+                                    ("guild_id", "5")], ids=lambda b: f"{b[0]}-{b[1]!r}")
+async def test_a_message_discord_py_parses_but_no_one_wrote_is_one_line_in_a_runs_thread(
+        discord_double: DiscordDouble, bot: tuple[DiscordFrontend, Hub], caplog: pytest.LogCaptureFixture,
+        tmp_path: Path, broken: tuple[str, Any]) -> None:
+    """Parts discord.py treats as optional (an author with no member, the content) or cannot place (a guild it
+    does not know): the message is parsed, and used to trip the listener (a traceback per message)."""
+    d, (bridge, hub) = discord_double, bot
+    alice = d.person("Alice")
+    channel = bridge.client.get_channel(d.channel_id)
+    assert isinstance(channel, discord.TextChannel)
+    thread = await (await channel.send("a starter")).create_thread(name="a run")
+    ref = ThreadRef("discord", str(d.channel_id), str(thread.id))
+    hub.store.save_run(RunRecord("r0000001", ref, str(alice.id), "a task", "waiting", str(tmp_path),
+                                 str(tmp_path / "r0000001")))
+    hub.store.bind_thread(ref, "r0000001")
+    template = d.messages[await d.say(alice, thread.id, "hello there")]
+    caplog.clear()
+    caplog.set_level(logging.DEBUG)
+    key, value = broken
+    bad = copy.deepcopy(template)
+    bad["id"] = str(snowflake())
+    if key == "author":
+        del bad["author"], bad["member"]  # (without `member`, discord.py skips a missing author silently)
+    else:
+        bad[key] = value
+    await d.gateway.dispatch("MESSAGE_CREATE", bad)
+    await helped(d, alice)  # the front end lived through it
+    warned = [r.getMessage() for r in caplog.records if "malformed MESSAGE_CREATE" in r.getMessage()]
+    assert len(warned) == 1 and "hello there" not in warned[0], warned
+    assert tracebacks(caplog) == [], tracebacks(caplog)
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"task": "x", "asks": "many"}, "`asks` must be a whole number"),
+    ({"task": "x", "asks": 2.5}, "`asks` must be a whole number"),
+    ({"task": "x", "asks": True}, "`asks` must be a whole number"),
+    ({"task": "x", "timeout": "soon"}, "`timeout` must be a number"),
+    ({"task": "x", "budget": [1]}, "`budget` must be a number"),
+    ({"task": 42}, "`task` must be text"),
+], ids=["word-for-int", "float-for-int", "bool-for-int", "word-for-number", "list-for-number", "number-for-text"])
+async def test_a_value_of_the_wrong_kind_in_a_slash_option_is_told_plainly_and_starts_nothing(
+        discord_double: DiscordDouble, bot: tuple[DiscordFrontend, Hub], caplog: pytest.LogCaptureFixture,
+        options: dict[str, Any], said: str) -> None:
+    d, (_, hub) = discord_double, bot
+    alice = d.person("Alice")
+    await helped(d, alice)
+    caplog.set_level(logging.DEBUG)
+    ix = await d.slash(alice, "run", **options)
+    await d.until(lambda _: ix.texts(), timeout=30)
+    assert ix.texts() == [f"{said}; see `/flower help`."] and ix.acked and not ix.late
+    assert tracebacks(caplog) == [], tracebacks(caplog)
+    assert len([r for r in caplog.records if "refused" in r.getMessage() and said in r.getMessage()]) == 1
+    assert hub.runs(live_only=False) == []  # nothing started
+    await helped(d, alice)
 
 
 # ---- what a person is told when their command fails -------------------------------------------------

@@ -9,6 +9,7 @@ the control that the path itself works.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -242,3 +243,32 @@ def test_text_field_null_is_absent_only_where_slack_sends_null() -> None:
     with pytest.raises(PayloadError, match="has no user"):
         text_field({"user": None}, "user")
     assert text_field({"a": {"b": "x"}}, "a", "b") == "x" and text_field({}, "a", "b", required=False) == ""
+
+
+# ---- envelopes whose payload is not an object ----------------------------------------------------------
+@pytest.mark.parametrize("kind", ["events_api", "interactive", "slash_commands"])
+@pytest.mark.parametrize("payload", [None, "text", 42, ["a"], True], ids=["null", "string", "number", "list", "bool"])
+async def test_an_envelope_whose_payload_is_not_an_object_is_acked_with_one_line(rig: Rig, kind: str,
+                                                                                 payload: Any) -> None:
+    """Slack sends an object; anything else is acked (Slack would otherwise send it again), logged once, and
+    dropped; the connection goes on serving."""
+    ack = await rig.double.send(kind, payload, envelope_id=f"env-bad-{kind}")  # waits for the ack
+    assert ack is None and f"env-bad-{kind}" in rig.double.acks
+    await rig.wait(lambda: rig.seen.warnings())
+    [line] = rig.seen.warnings()
+    assert "not understood" in line and kind in line, line
+    assert rig.seen.intents == [] and tracebacks(rig.seen) == []
+    await rig.double.event(a_reply("1700000002.000001"))  # the control: the next delivery is served
+    await rig.wait(lambda: rig.seen.called("said"))
+
+
+@pytest.mark.parametrize("envelope", [{"type": "events_api"}, {"payload": {"event": {}}}, {"type": 7, "payload": {}}],
+                         ids=["no-payload", "no-type", "numeric-type"])
+async def test_an_envelope_missing_its_type_or_payload_is_acked_with_one_line(rig: Rig,
+                                                                              envelope: dict[str, Any]) -> None:
+    await rig.double.connected()
+    await rig.double._sockets[-1].send_str(json.dumps({"envelope_id": "env-bare", **envelope}))
+    await rig.double.wait_for(lambda d: "env-bare" in d.acks, timeout=30)
+    await rig.wait(lambda: rig.seen.warnings())
+    [line] = rig.seen.warnings()
+    assert "not understood" in line and tracebacks(rig.seen) == [] and rig.seen.intents == []

@@ -17,8 +17,10 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from adapters.hub import Hub
-from adapters.state import MemoryStateStore
+from adapters.state import MemoryStateStore, RunRecord
+from adapters.surface import ThreadRef
 from adapters.web import WebFrontend, make_app
+from adapters.web.page import STATIC
 from tests.support.hub_support import hub_of
 
 JSON = {"Content-Type": "application/json"}
@@ -126,6 +128,38 @@ async def test_a_method_a_route_does_not_take_is_405_with_allow(served: tuple[We
     assert resp.status == 405, got
     assert got["ok"] is False and method in got["error"], got
     assert {m.strip() for m in resp.headers["Allow"].split(",")} == allowed
+
+
+# ---- paths that name a file: too long for the file system, a NUL byte, climbing out ----------------------
+LONG = "a" * 256  # one name over the file system's 255 bytes: stat() says ENAMETOOLONG
+BAD_NAMES = [LONG, f"{LONG}.js", "b" * 5000, "a%00b", "app.js%00.png", "%00", "..%2f..%2fetc%2fpasswd",
+             "%2e%2e/%2e%2e/pyproject.toml", "a/" * 200 + "x", "%ff%fe"]
+
+
+@pytest.mark.parametrize("path", [f"/static/{n}" for n in BAD_NAMES] + ["/static/", "/static"]
+                         + [f"/api/runs/r0000001/files/{n}" for n in BAD_NAMES] + [f"/api/runs/{LONG}/files/x",
+                                                                                  f"/api/runs/{LONG}", "/%00"])
+async def test_a_bad_file_name_in_a_path_is_a_404_and_no_traceback(served: tuple[WebFrontend, Hub, TestClient],
+                                                                   caplog: pytest.LogCaptureFixture, tmp_path: Path,
+                                                                   path: str) -> None:
+    _, hub, client = served
+    (tmp_path / "ws").mkdir()
+    hub.store.save_run(RunRecord("r0000001", ThreadRef("web", "page", "t1"), "web", "a task", "done",
+                                 str(tmp_path / "ws"), str(tmp_path / "run")))
+    caplog.set_level(logging.DEBUG)
+    resp = await client.get(path)
+    assert resp.status == 404, (path, resp.status, await resp.text())
+    assert tracebacks(caplog) == [], tracebacks(caplog)
+    assert (await client.get("/static/app.js")).status == 200  # and the page's own files are still served
+
+
+async def test_the_pages_own_files_are_served_with_their_types(served: tuple[WebFrontend, Hub, TestClient]) -> None:
+    _, _, client = served
+    for name, kind in [("app.js", "javascript"), ("style.css", "text/css"), ("favicon.svg", "image/svg+xml")]:
+        resp = await client.get(f"/static/{name}")
+        assert resp.status == 200 and kind in resp.headers["Content-Type"], (name, resp.headers)
+        assert (await resp.read()) == (STATIC / name).read_bytes()
+    assert (await client.head("/static/app.js")).status == 200
 
 
 # ---- what the HTTP parser refuses, on a real socket ----------------------------------------------------
