@@ -296,8 +296,9 @@ class LiveRun:
         return await self._settle(card, text, user, decline=decline, where=where)
 
     async def _settle(self, card: AskCard, text: str, user: str, *, decline: bool, where: str = "") -> IntentResult:
+        by = self.view.cfg.who(user) if user else ""  # how a note the model may read names them (handover.py)
         intent = Intent(Op.DECLINE if decline else Op.ANSWER, text, card=card.card_id, ask=card.ask_id,
-                        question=card.question, user=user, kind=card.kind)
+                        question=card.question, user=user, kind=card.kind, by=by + (f" on {where}" if where else ""))
         self.ledger.hold(card.card_id, text, user, where)  # one answer per card at a time, even across a restart
         self.view.answering(card.card_id, user, where)
         try:
