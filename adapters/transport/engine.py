@@ -159,11 +159,10 @@ class RunEngine:
         try:
             await self.sink.ended(end)
         except Exception as exc:
-            if self._stop_reason != "shutdown":
-                raise
-            # The process is going away and has closed what the sink books into: the run stays as the store
-            # last had it (live), so the next process wakes it. One line, not a traceback at exit.
-            log.warning("run %s: its end (%s) not booked while the process stops: %r", self.run_id, state, exc)
+            # Met when the process is going away and has closed what the sink books into (a run that ended on
+            # its own just then): the run stays as the store last had it (live), so the next process wakes it
+            # and replays what was not settled. One line, not a traceback at exit.
+            log.warning("run %s: its end (%s) was not booked: %r", self.run_id, state, exc)
 
     async def _hear_late_words(self, ctx: Mapping[str, Any]) -> str:
         """A person interrupted after the last step had ended (they were told "ok"): the run does not end
