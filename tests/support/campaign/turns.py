@@ -311,7 +311,7 @@ def shape(view: RunView, token: str) -> str:
 
 
 # Issue 32's done criterion "each accepted input reaches exactly one model turn as that turn's input" (0 only in
-# history, 0 twice). The campaigns print it today; the suite's campaign tests (tests/e2e/test_restart_campaign.py,
-# tests/transport/test_fleet_campaign.py) assert it only once this is True: flip it with the run-side change that
-# gives the model's first turn after a restart what it had not acted on.
-EVERY_INPUT_AS_ONE_TURN = False
+# history, 0 twice). The suite's campaign tests (tests/e2e/test_restart_campaign.py,
+# tests/transport/test_fleet_campaign.py) assert it while this is True: on since the run-side hand-over
+# (flower_core/runtime/handover.py) gives the model's first turn after a restart what it had not acted on.
+EVERY_INPUT_AS_ONE_TURN = True
