@@ -127,6 +127,12 @@ async def test_the_page_fits_a_phone_and_a_desktop_and_elapsed_counts(
         await page.click("li.msg.ask[data-state=open] button[data-verb=ans]")
         await page.until("(() => { const c = document.querySelector('li.msg.ask[data-state=open]');"
                          " return c && c.textContent.includes('wants to run Bash'); })()")
+        # As the page scrolled the new card in by itself (no scrolling of ours): Deny… clear of the composer.
+        await page.js("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+        own = await page.js("(() => { const d = [...document.querySelectorAll('li.msg.ask[data-state=open] button')]"
+                            ".find((b) => b.textContent.startsWith('Deny')); return [d.getBoundingClientRect().bottom,"
+                            " document.getElementById('composer').getBoundingClientRect().top]; })()")
+        assert own[0] <= own[1], own
         for width, height in SIZES:
             g = await check_layout(page, width, height, "approval", tmp_path)
             assert any(b["label"].startswith("Deny") for b in g["card"]["buttons"]), g
