@@ -3,8 +3,8 @@ the thread.
 
     run ends ──▶ changed(workspace, since)     a git workspace: `git status --porcelain` (+ `git diff
         │                                      --stat HEAD`); else files modified since the run began.
-        │                                      inbox/ (what people attached) is not the run's work.
-        ▼
+        │                                      inbox/ (what people attached) is not the run's work, nor
+        ▼                                      the framework's bookkeeping (workspace.Bookkeeping: .flower/).
     summary card + "📦 4 files changed: report.md, src/cli.py, …" and a **Files** button (fl1:fil:<run>)
         │ click (who may answer the run may see its files)
         ▼
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters.hub.results import IntentResult
-from adapters.hub.workspace import INBOX, inside, workspace_files
+from adapters.hub.workspace import INBOX, Bookkeeping, inside, workspace_files
 from adapters.ids import encode
 from adapters.platform.messages import Button, FileRef, OutMessage
 from adapters.state import RunRecord
@@ -74,12 +74,14 @@ async def _git(workspace: Path, *args: str) -> str | None:
     return out.decode("utf-8", "replace") if proc.returncode == 0 else None
 
 
-def _not_inbox(path: str) -> bool:
-    return not path.startswith(INBOX + "/")
+def _the_runs(path: str, rule: Bookkeeping) -> bool:
+    return not path.startswith(INBOX + "/") and not rule.holds(path)
 
 
-async def changed(workspace: Path, since: float) -> Changes:
-    """What the run created or changed (never raises: an unreadable workspace has no changes)."""
+async def changed(workspace: Path, since: float, rule: Bookkeeping | None = None) -> Changes:
+    """What the run created or changed, the framework's bookkeeping (`rule`) left out (never raises: an
+    unreadable workspace has no changes)."""
+    rule = rule if rule is not None else Bookkeeping()
     if not workspace.is_dir():
         return Changes()
     top = await _git(workspace, "rev-parse", "--show-toplevel")
@@ -91,13 +93,14 @@ async def changed(workspace: Path, since: float) -> Changes:
         for entry in status.split("\0"):
             if len(entry) > 3 and entry[2] == " ":
                 paths.append(entry[3:])
-        stat = await _git(workspace, "diff", "--stat", "HEAD") or ""
-        return Changes(sorted(p for p in paths if _not_inbox(p) and not p.endswith("/")), stat.strip(), git=True)
+        stat = await _git(workspace, "diff", "--stat", "HEAD", "--", *rule.pathspecs()) or ""
+        return Changes(sorted(p for p in paths if _the_runs(p, rule) and not p.endswith("/")), stat.strip(),
+                       git=True)
     try:
-        listed = await asyncio.to_thread(workspace_files, workspace, since)
+        listed = await asyncio.to_thread(workspace_files, workspace, since, rule=rule)
     except OSError:
         return Changes()
-    return Changes(sorted(str(f["path"]) for f in listed if f["changed"] and _not_inbox(str(f["path"]))))
+    return Changes(sorted(str(f["path"]) for f in listed if f["changed"] and _the_runs(str(f["path"]), rule)))
 
 
 def with_changes(msgs: list[OutMessage], changes: Changes, run_id: str) -> list[OutMessage]:
@@ -117,7 +120,8 @@ async def post_files(hub: Hub, record: RunRecord, user: str, where: ThreadRef | 
     if not decision:
         return await hub.refuse(thread, user, f"You cannot see run {run_id}'s files: {decision.reason}.", run_id)
     workspace = Path(record.workspace)
-    changes = await changed(workspace, record.created_at)
+    rule = Bookkeeping.of(workspace, record.run_dir)
+    changes = await changed(workspace, record.created_at, rule)
     if not changes.paths:
         return await hub.refuse(thread, user, f"Run {run_id} changed no files in its workspace.", run_id)
     msgs: list[OutMessage] = []
@@ -134,7 +138,7 @@ async def post_files(hub: Hub, record: RunRecord, user: str, where: ThreadRef | 
         else:
             msgs.append(OutMessage(f"files:{run_id}:{rel}", "notice", f"📎 {rel} ({human_size(size)})",
                                    replace=False, attachment=FileRef(str(found), found.name, size, rel, run_id)))
-    if changes.git and (diff := await _git(workspace, "diff", "HEAD")):
+    if changes.git and (diff := await _git(workspace, "diff", "HEAD", "--", *rule.pathspecs())):
         patch = diff.encode("utf-8")[:DIFF_MAX]
         msgs.append(OutMessage(f"files:{run_id}:diff", "notice", f"📎 changes.diff ({human_size(len(patch))})",
                                replace=False, attachment=FileRef("", "changes.diff", len(patch), content=patch)))

@@ -26,6 +26,7 @@ from adapters.hub.options import RunOptions
 from adapters.hub.pipe import RunPipe
 from adapters.hub.results import IntentResult
 from adapters.hub.spend import SpendBook
+from adapters.hub.workspace import Bookkeeping
 from adapters.state import StateStore
 from adapters.state.base import RunRecord, RunStatus
 from adapters.transport.base import RunEnd, RunSide, Undelivered
@@ -159,7 +160,8 @@ class LiveRun:
             self.outcome = RunOutcome(end.state, result=end.text, cost_usd=cost,
                                       duration_s=self._clock() - self._started, failed_at=end.failed_at,
                                       error=end.error, by=self._stopped_by, steps=end.steps)
-            changes = await changed(Path(self.record.workspace), self.record.created_at)  # the Files line
+            workspace = Path(self.record.workspace)  # the Files line: the run's work, not the bookkeeping
+            changes = await changed(workspace, self.record.created_at, Bookkeeping.of(workspace, self.record.run_dir))
             self.pipe.put(with_changes(self.view.finish(self.outcome), changes, self.run_id))
             self._set_status(end.state)
         finally:

@@ -5,7 +5,8 @@ route                                      body → answer
 =========================================  =============================================================
 POST /api/runs/{id}/files                  multipart: one or more `file` fields, optional `text` →
                                            201 {"ok": true, "files": [{"name", "path", "size"}], "message"}
-GET  /api/runs/{id}/files                  → {"files": [{"path", "size", "changed"}]} (relative paths)
+GET  /api/runs/{id}/files[?all=1]          → {"files": [{"path", "size", "changed"}]} (relative paths; the
+                                           framework's bookkeeping, .flower/, only with all=1, never changed)
 GET  /api/runs/{id}/files/{path}           → the bytes, as an attachment
 =========================================  =============================================================
 
@@ -23,7 +24,7 @@ from urllib.parse import quote
 
 from aiohttp import BodyPartReader, web
 
-from adapters.hub import Incoming, inside, workspace_files
+from adapters.hub import Bookkeeping, Incoming, inside, workspace_files
 from adapters.platform.limits import WEB
 from adapters.web.api import WEB_USER, ApiError, record_of, web_of
 
@@ -84,7 +85,12 @@ async def attach(request: web.Request) -> web.Response:
 
 async def listing(request: web.Request) -> web.Response:
     record = record_of(request)
-    listed = await asyncio.to_thread(workspace_files, Path(record.workspace), record.created_at)
+    show_all = request.query.get("all", "")
+    if show_all not in ("", "0", "1"):
+        raise ApiError(400, f"'all' is 0 or 1 (got {show_all[:20]!r})")
+    workspace = Path(record.workspace)
+    listed = await asyncio.to_thread(workspace_files, workspace, record.created_at,
+                                     rule=Bookkeeping.of(workspace, record.run_dir), show_all=show_all == "1")
     return web.json_response({"files": listed})
 
 

@@ -6,9 +6,11 @@ Frames (JSON). Client → server:
 Server → client:
     {"type": "hello", "demo": bool, "user": "web", "boot": id}
     {"type": "runs", "runs": [run, …]}                           the web runs, on connect and on change
-    {"type": "thread", "run", "reset": bool, "messages": [m, …], "head": N}
-        m = {"id", "pos", "seq", "key", "kind", "title", "text", "fields", "buttons", "origin", …};
-        changed messages since the client's N, current versions in post order (reset: replace all)
+    {"type": "thread", "run", "reset": bool, "messages": [m, …], "head": N, "now": server time}
+        m = {"id", "pos", "seq", "key", "kind", "title", "text", "fields", "buttons", "origin", "at", …};
+        changed messages since the client's N, current versions in post order (reset: replace all);
+        `at` is when this version was stored and `now` the server's clock, so the page counts a live
+        status card's Elapsed on between the card's edits, whatever the browser's clock says
     {"type": "activity", "run", "items": [{"seq", "tool", "text", "sub"}], "last": M, "dropped": bool}
         tool calls, one line each, from the run's event log
     {"type": "notice", "run", "text"}                            something only this page's person is told
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,7 +167,7 @@ async def _send_changes(ws: web.WebSocketResponse, w: Any, watching: Watching, *
     if messages or always:
         watching.cursor = max([watching.cursor, *(m["seq"] for m in messages)])
         await ws.send_json({"type": "thread", "run": watching.run_id, "reset": reset, "messages": messages,
-                            "head": watching.cursor})
+                            "head": watching.cursor, "now": round(time.time(), 3)})
     w.events.flush()  # what the page is shown is on disk first (a no-op when nothing is pending)
     while True:
         page = watching.log.after(watching.events_cursor, ACTIVITY_PAGE)

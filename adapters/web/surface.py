@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,12 @@ def message_json(msg: OutMessage) -> dict[str, Any]:
             "buttons": [{"label": b.label, "action_id": b.action_id, "style": b.style} for b in msg.buttons],
             "important": msg.important, "origin": msg.origin, "tone": getattr(msg, "tone", ""),
             "file": _file_json(msg)}
+
+
+def stamped(body: dict[str, Any]) -> dict[str, Any]:
+    """The body with `at`, the server's wall-clock time of this version: the page counts a live status
+    card's Elapsed on from it between the card's edits (the server edits it only at milestones)."""
+    return {**body, "at": round(time.time(), 3)}
 
 
 def _file_json(msg: OutMessage) -> dict[str, Any] | None:
@@ -127,7 +134,7 @@ class WebSurface(PlatformSurface):
 
     # ---- the Surface contract ---------------------------------------------------------------------
     async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
-        body = message_json(msg)
+        body = stamped(message_json(msg))
         try:
             db = self.db
             self._seq += 1
@@ -140,7 +147,7 @@ class WebSurface(PlatformSurface):
         return mid
 
     async def update(self, thread: ThreadRef, message_id: str, msg: OutMessage) -> None:
-        body = message_json(msg)
+        body = stamped(message_json(msg))
         try:
             db = self.db
             self._seq += 1

@@ -8,8 +8,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from adapters.hub import Bookkeeping
 from adapters.memory_surface import MemorySurface
 from adapters.state import ChannelPolicy, MemoryStateStore
+from flower_core.trimming import TrimPolicy
+from flower_core.workbench import DIRNAME
 from tests.conftest import scenario_of
 from tests.support.hub_support import THREAD, Watch, ask_call, button, make_hub
 
@@ -72,7 +75,9 @@ async def test_a_git_workspace_gets_the_diff_stat_and_the_patch(double_factory: 
     project.mkdir()
     git(project, "init", "-q")
     (project / "app.py").write_text("x = 1\n")
-    git(project, "add", "app.py")
+    (project / ".flower").mkdir()
+    (project / ".flower" / "INDEX.md").write_text("desk\n")  # a team that commits the framework's desk
+    git(project, "add", "app.py", ".flower/INDEX.md")
     git(project, "commit", "-qm", "start")
     surface = MemorySurface()
     watch = Watch(surface)
@@ -81,6 +86,9 @@ async def test_a_git_workspace_gets_the_diff_stat_and_the_patch(double_factory: 
     def change(ws: Path) -> None:
         (ws / "app.py").write_text("x = 2\n")
         (ws / "new.txt").write_text("new\n")
+        (ws / ".flower" / "INDEX.md").write_text("desk, rewritten\n")  # the framework's: tracked, changed
+        (ws / ".flower" / "notes").mkdir()
+        (ws / ".flower" / "notes" / "goal.md").write_text("goal\n")  # and untracked
     try:
         _run, summary = await run_and_change(hub, watch, change)
         assert "📦 2 files changed: app.py, new.txt" in summary.text and "1 file changed" in summary.text
@@ -88,5 +96,21 @@ async def test_a_git_workspace_gets_the_diff_stat_and_the_patch(double_factory: 
         diff = next(p.msg for p in surface.find("files:") if p.msg.key.endswith(":diff"))
         assert diff.attachment is not None and diff.attachment.content is not None
         assert b"-x = 1" in diff.attachment.content and b"+x = 2" in diff.attachment.content
+        assert b".flower" not in diff.attachment.content and ".flower" not in summary.text
+        posted = {p.msg.attachment.rel for p in surface.find("files:") if p.msg.attachment and p.msg.attachment.rel}
+        assert posted == {"app.py", "new.txt"}
     finally:
         await hub.close()
+
+
+def test_bookkeeping_is_the_desk_and_the_bridges_own_folder_inside_a_workspace(tmp_path: Path) -> None:
+    assert Bookkeeping().folders == (DIRNAME,) and TrimPolicy().spill_dirname.startswith(DIRNAME + "/")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    rule = Bookkeeping.of(ws, ws / "flower-runs" / "channels" / "x" / "runs")  # a hub root inside the project
+    assert rule.folders == (".flower", "flower-runs/channels/x/runs")
+    assert rule.holds(".flower/INDEX.md") and rule.holds("flower-runs/channels/x/runs/bridge/cards.json")
+    assert not rule.holds("notes.md") and not rule.holds(".flowers/a") and not rule.holds("flower-runs/other")
+    assert not rule.holds("src/.flower/x")  # only the workspace's own desk
+    assert Bookkeeping.of(ws, tmp_path / "elsewhere").folders == (".flower",)
+    assert Bookkeeping.of(ws, ws).folders == (".flower",)  # never the whole workspace

@@ -25,6 +25,7 @@ const state = {
   activity: [],             // [{seq, tool, text, sub}]
   activityDropped: false,   // some of the run's older tool activity is no longer kept
   status: null,             // the status message (rendered at the top, not in the thread)
+  skew: 0,                  // server clock minus this browser's, in seconds (from each thread frame)
   toastSeen: new Map(),     // text -> time shown (the same words twice in a row are shown once)
 };
 
@@ -225,6 +226,7 @@ function isEnded(r) {
 
 // ---- the thread -------------------------------------------------------------------------------
 function applyThread(f) {
+  if (typeof f.now === "number") state.skew = f.now - Date.now() / 1000;
   if (f.reset) {
     state.messages.clear();
     state.nodes.clear();
@@ -379,6 +381,7 @@ function renderStatus() {
   const grid = el("div", "status-grid");
   for (const name of ["Step", "Context", "Cost", "Elapsed"]) {
     const cell = el("div", "cell");
+    cell.dataset.name = name;
     cell.append(el("span", "label", name), el("span", "value", fields.get(name) || "—"));
     if (name === "Context") {
       const pct = /\((\d+)%\)/.exec(fields.get(name) || "");
@@ -393,9 +396,38 @@ function renderStatus() {
     grid.append(cell);
   }
   box.append(grid);
+  tickElapsed();
   const lines = m.text.split("\n").filter((l) => !l.startsWith("Task: "));
   if (lines.length) box.append(renderText(lines.join("\n")));
   box.append(renderActivity());
+}
+
+// Elapsed, between the card's edits: the server edits the card at milestones only, so a run waiting for
+// minutes would read what it read at its last one. While the card is live (it has a Stop button) the page
+// counts on from the card's value at the time that version was stored (`at`, on the server's clock).
+function secondsOf(text) {
+  let s = 0;
+  for (const [, n, unit] of String(text).matchAll(/(\d+)([hms])/g)) s += Number(n) * { h: 3600, m: 60, s: 1 }[unit];
+  return /\d/.test(String(text)) ? s : null;
+}
+
+function durationText(seconds) {  // adapters/view/fmt.py duration(): 4s, 2m 05s, 2h 02m
+  const s = Math.max(0, Math.floor(seconds));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), pad = (n) => String(n).padStart(2, "0");
+  if (h) return `${h}h ${pad(m)}m`;
+  if (m) return `${m}m ${pad(s % 60)}s`;
+  return `${s}s`;
+}
+
+function tickElapsed() {
+  const m = state.status;
+  const value = document.querySelector('#status .cell[data-name="Elapsed"] .value');
+  if (!m || !value || typeof m.at !== "number") return;
+  const live = m.buttons.some((b) => verbOf(b.action_id) === "stop");
+  const base = secondsOf(new Map(m.fields).get("Elapsed") || "");
+  if (!live || base === null) return;
+  const shown = durationText(base + Math.max(0, Date.now() / 1000 + state.skew - m.at));
+  if (value.textContent !== shown) value.textContent = shown;
 }
 
 function applyActivity(f) {
@@ -535,6 +567,15 @@ function init() {
   });
   $("stop-dialog").addEventListener("close", onStopClosed);
   $("toggle-runs").addEventListener("click", () => document.body.classList.toggle("runs-open"));
+  setInterval(tickElapsed, 1000);
+  // Scrolling a card into view keeps it clear of the sticky status card and composer (style.css reads these).
+  const sizes = new ResizeObserver(() => {
+    const root = document.documentElement.style;
+    root.setProperty("--composer-h", `${$("composer").offsetHeight}px`);
+    root.setProperty("--status-h", `${$("status").offsetHeight}px`);
+  });
+  sizes.observe($("composer"));
+  sizes.observe($("status"));
   const m = /^#run=([A-Za-z0-9_-]+)$/.exec(location.hash);
   if (m) select(m[1]);
   connect();

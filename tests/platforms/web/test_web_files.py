@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 from aiohttp.test_utils import TestClient, TestServer
 
-from adapters.hub import UploadLimits
+from adapters.hub import UploadLimits, default_factory
 from adapters.state import MemoryStateStore
 from adapters.web import WebFrontend, make_app
 from tests.conftest import scenario_of
@@ -120,3 +120,48 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
 async def _until_asked(client: TestClient, run: str) -> None:
     while not await (await client.get(f"/api/runs/{run}/asks")).json():
         await asyncio.sleep(0.05)  # polling the API's own answer: there is no event to wait on here
+
+
+async def test_a_demo_run_reports_the_agents_files_not_the_frameworks(double_factory: Any, cli_home: Path,
+                                                                     tmp_path: Path) -> None:
+    """The demo scenario through the starter workflow: its desk (.flower/: brief, goal, Q&A log, INDEX.md)
+    is the framework's; only notes.md is the agent's work. `?all=1` still lists the desk."""
+    md = await double_factory("demo")
+    front = WebFrontend(say=lambda s: None)
+    hub = make_hub(tmp_path, md, cli_home, front.surface, MemoryStateStore(),  # type: ignore[arg-type]
+                   factory=default_factory)
+    front.attach(hub)
+    client = TestClient(TestServer(make_app(front), host="127.0.0.1"))
+    await client.start_server()
+    try:
+        run = (await (await client.post("/api/runs", json={"task": "Write a greeting note."})).json())["id"]
+        await asyncio.wait_for(_until_asked(client, run), 60)
+        ask = (await (await client.get(f"/api/runs/{run}/asks")).json())[0]
+        assert (await client.post(f"/api/runs/{run}/answer", json={"ask_id": ask["id"], "text": "Hello"})).status == 200
+        await asyncio.wait_for(hub.wait(run), 120)
+        record = hub.run(run)
+        assert record is not None
+        ws = Path(record.workspace)
+        desk = {p for p in files_of(ws) if p.startswith(".flower/")}
+        assert len(desk) >= 3, files_of(ws)  # the run did write its bookkeeping into the workspace
+
+        summary = next(m for m in front.surface.changes(record.thread) if m["kind"] == "summary")
+        assert "📦 1 file changed: notes.md" in summary["text"], summary["text"]
+        files_button = next(b["action_id"] for b in summary["buttons"] if b["label"] == "Files")
+
+        listed = (await (await client.get(f"/api/runs/{run}/files")).json())["files"]
+        assert listed == [{"path": "notes.md", "size": len("Hello from the flower demo.\n"), "changed": True}]
+        every = {f["path"]: f for f in (await (await client.get(f"/api/runs/{run}/files?all=1")).json())["files"]}
+        assert set(every) == {"notes.md"} | desk
+        assert [p for p, f in every.items() if f["changed"]] == ["notes.md"]  # the desk is listed, never "changed"
+        assert (await client.get(f"/api/runs/{run}/files?all=yes")).status == 400
+        assert (await client.get(f"/api/runs/{run}/files?all=0")).status == 200
+
+        clicked = await client.post("/api/action", json={"action_id": files_button, "delivery_id": "files-1"})
+        assert clicked.status == 200, await clicked.text()
+        posted = [m["file"]["path"] for m in front.surface.changes(record.thread) if m.get("file")]
+        assert posted == ["notes.md"]
+    finally:
+        await hub.close()
+        await client.close()
+        await front.stop()
