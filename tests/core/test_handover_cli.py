@@ -30,18 +30,26 @@ def _key(rt: Runtime, sid: str) -> Any:
     return {"project_key": project_key_for_directory(str(rt.workspace)), "session_id": sid}
 
 
-async def _died_after_the_answer(double_factory: Any, cli_home: Path, tmp_path: Path) -> tuple[Any, str]:
-    """A step asks, is answered "blue", and its process dies while the model's next turn is on its way
-    (the double holds that reply): the session ends on the CLI's own tool result. Returns (double, sid)."""
+async def _answered_and_held(double_factory: Any, cli_home: Path,
+                             tmp_path: Path) -> tuple[Any, Runtime, Events, asyncio.Task[Any]]:
+    """A step asks, is answered "blue", and the model's next turn is on its way (the double holds that reply).
+    Returns (double, runtime, events, the step's task)."""
     md = await double_factory(scenario_of({"name": "main", "turn": [ASKING, {**ANSWERED, "delay_s": 120}]}))
     rec = Events()
     ch = HumanChannel(timeout_s=60, on_event=rec)
     rt = make_runtime(tmp_path, md, cli_home)
     task = asyncio.create_task(rt.run(spec(channel=ch), "pick a colour", step_name="ask", on_event=rec))
+    asked = await rec.until(lambda ev: ev.kind == "ask" and ev.payload.get("state") == "asked")
+    assert ch.answer(str(asked.payload["id"]), "blue")
+    await md.wait_for(lambda reqs: any(r.turn == 1 for r in reqs if r.path == "/v1/messages"))
+    return md, rt, rec, task
+
+
+async def _died_after_the_answer(double_factory: Any, cli_home: Path, tmp_path: Path) -> tuple[Any, str]:
+    """As _answered_and_held, then the process dies before the held reply comes: the session ends on the
+    CLI's own tool result. Returns (double, sid)."""
+    md, rt, rec, task = await _answered_and_held(double_factory, cli_home, tmp_path)
     try:
-        asked = await rec.until(lambda ev: ev.kind == "ask" and ev.payload.get("state") == "asked")
-        assert ch.answer(str(asked.payload["id"]), "blue")
-        await md.wait_for(lambda reqs: any(r.turn == 1 for r in reqs if r.path == "/v1/messages"))
         sid = next(str(e.payload["session_id"]) for e in rec.events if e.payload.get("session_id"))
         for _ in range(200):  # the CLI's transcript reaches the store asynchronously: wait for the result entry
             if "'text': 'blue'" in str(unacted(await stored_entries(rt.store, _key(rt, sid)))):
@@ -153,15 +161,8 @@ async def test_an_interrupt_that_cuts_the_answered_turn_carries_the_answer_into_
                                                                                         tmp_path: Path) -> None:
     """The model's turn on an answer is cut by an interrupt before it replies: the turn the interrupt
     starts has the answer and the words as its input (no stand-in turn between them)."""
-    md = await double_factory(scenario_of({"name": "main", "turn": [ASKING, {**ANSWERED, "delay_s": 120}]}))
-    rec = Events()
-    ch = HumanChannel(timeout_s=60, on_event=rec)
-    rt = make_runtime(tmp_path, md, cli_home)
-    task = asyncio.create_task(rt.run(spec(channel=ch), "pick a colour", step_name="ask", on_event=rec))
+    md, rt, _, task = await _answered_and_held(double_factory, cli_home, tmp_path)
     try:
-        asked = await rec.until(lambda ev: ev.kind == "ask" and ev.payload.get("state") == "asked")
-        assert ch.answer(str(asked.payload["id"]), "blue")
-        await md.wait_for(lambda reqs: any(r.turn == 1 for r in reqs if r.path == "/v1/messages"))
         md.scenario = scenario_of({"name": "main", "turn": [ASKING, {"say": "Heard: {last_user_text}"}]})
         held = len(md.model_requests())
         assert rt.interrupt("use green instead")
