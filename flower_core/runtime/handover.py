@@ -6,8 +6,9 @@ answer before the model read it. Resumed with a new prompt, the CLI would stand
 an assistant turn "No response requested." after that input and then send the prompt: the input sits in
 history, and the model's first turn is about the restart (or the interrupt). So on every attempt that resumes a session:
 
-1. ``unacted`` (transcript.py) finds the user entries after the session's last assistant turn; none, and
-   nothing here applies;
+1. ``unacted`` (transcript.py) finds the user entries after the session's last assistant turn; none (or only
+   the CLI's marks of a stop the runtime asked for: an interrupt, a park, the cost cap), and nothing here
+   applies;
 2. one more user entry is stored after them (``hand_over``): a note that names them (which question, who
    settled it: the outcome itself stands just above as its tool result) followed by the attempt's prompt
    (the resume prompt or an interrupt's words, words said meanwhile, kept mail). Stored before the model
@@ -40,13 +41,23 @@ def _squash(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+# How the CLI marks a turn it was told to stop (an interrupt, a park, the cost cap): its own lines, not input.
+CLI_MARKS = ("[Request interrupted by user", "[Tool call interrupted", "The user doesn't want to proceed")
+
+
+def _inputs(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The blocks of a user entry that carry something to the model (not the CLI's marks of a stop)."""
+    return [b for b in user_blocks(entry) if b.get("type") in ("tool_result", "text")
+            and block_text(b).strip() and not block_text(b).lstrip().startswith(CLI_MARKS)]
+
+
 def describe(tail: list[Mapping[str, Any]], calls: Mapping[str, tuple[str, dict[str, Any]]], ask_tool: str,
              by: Mapping[str, str] | None = None) -> str:
     """The note's first part: one line per input of ``tail`` (pure). The inputs themselves stand above it,
     so it names them rather than repeating them. ``by``: who settled a question, by its squashed text."""
     lines = [HEAD]
     for entry in tail:
-        for block in user_blocks(entry):
+        for block in _inputs(entry):
             if block.get("type") == "tool_result":
                 tool, args = calls.get(str(block.get("tool_use_id")), ("", {}))
                 if tool == ask_tool and ask_tool:
@@ -57,7 +68,7 @@ def describe(tail: list[Mapping[str, Any]], calls: Mapping[str, tuple[str, dict[
                 else:
                     what = tool_summary(args)
                     lines.append(f"- Your {tool or 'tool'} call{f' ({what})' if what else ''}: its result is above.")
-            elif block.get("type") == "text" and block_text(block).strip() and "- The message above." not in lines:
+            elif "- The message above." not in lines:
                 lines.append("- The message above.")
     return "\n".join(lines) if len(lines) > 1 else ""
 
@@ -78,7 +89,7 @@ async def hand_over(store: Any, key: SessionKey, *, ask_tool: str, prompt: Calla
     model's turn) only the inputs since it are described: what it carried is settled as delivered."""
     entries = await stored_entries(store, key)
     tail = unacted(entries)
-    if not tail:
+    if not any(_inputs(e) for e in tail):  # nothing, or only the CLI's marks of a stop we asked for
         return False
     notes = [i for i, e in enumerate(tail) if _is_note(e)]
     new = tail[notes[-1] + 1:] if notes else tail
