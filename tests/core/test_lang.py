@@ -76,3 +76,12 @@ def test_the_starter_names_its_notes_and_rules_in_the_runs_language(tmp_path: Pa
     assert seed.steps[0].spec.system_prompt.startswith(roles.CLARIFIER_RULES)
     named = starter_flow("x", workspace=tmp_path / "c", run_dir=tmp_path / "rc", language="en", brief_name="b.md")
     assert named.workbench.brief.name == "b.md"  # a name the caller gives wins over the language's
+
+
+def test_a_run_plan_carries_its_language_across_processes(tmp_path: Path) -> None:
+    from adapters.transport.plan import RunPlan
+
+    plan = RunPlan("t", tmp_path, tmp_path / "runs", language="zh")
+    assert RunPlan.from_json(plan.to_json()).language == "zh"
+    older = plan.to_json().replace(', "language": "zh"', "")  # a plan kept before the setting existed
+    assert "language" not in older and RunPlan.from_json(older).language == "en"
