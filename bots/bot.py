@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long a question waits (default 1800; 0 = unattended)")
     p.add_argument("--asks", type=int, default=None, metavar="N", help="question quota per run (default: none)")
     p.add_argument("--budget", type=float, default=None, metavar="USD", help="default cost cap per run")
+    p.add_argument("--lang", default=None, metavar="LANG",
+                   help="what the agents are told things in: en (default) or zh, the original flower's texts")
     p.add_argument("--demo", action="store_true", help="use the offline demo model even with credentials")
     p.add_argument("--redis", default=None, metavar="URL",
                    help="chat front only: hand runs to flower-worker processes over Redis (or FLOWER_REDIS_URL)")
@@ -225,7 +227,7 @@ def hub_settings(cfg: BotConfig) -> HubSettings:
     return HubSettings(root=cfg.root, workspaces={c.channel: c.workspace for c in cfg.channels if c.workspace},
                        max_runs=cfg.max_runs, max_parked=cfg.max_parked, timeout_s=cfg.timeout_s,
                        max_asks=cfg.max_asks, budget_usd=cfg.budget_usd, dm_after_s=cfg.dm_after_s,
-                       park_after_s=cfg.park_after_s, wake_on_start=cfg.wake_on_start,
+                       park_after_s=cfg.park_after_s, wake_on_start=cfg.wake_on_start, language=cfg.language,
                        budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels
                                         if c.max_budget_usd is not None},
                        uploads=UploadLimits.of_mb(cfg.max_upload_mb, cfg.max_run_upload_mb),

@@ -18,6 +18,7 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     wake_on_start = true         # --no-wake: runs the last process left live stay asleep until woken
     max_upload_mb = 20           # one file people attach to a run (saved in its workspace's inbox/)
     max_run_upload_mb = 200      # everything attached to one run
+    language = "en"              # FLOWER_LANG: what the agent is told in ("zh": the original flower's Chinese)
 
     [surfaces]                   # which front ends `flower-bot` runs when none is named
     web = true
@@ -44,7 +45,7 @@ from typing import Any
 from bots.platforms import PLATFORMS
 
 __all__ = ["FLOWS", "LOG_FORMATS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "health_port",
-           "load_config", "log_format", "redis_url", "refuse_unknown", "stop_after"]
+           "language", "load_config", "log_format", "redis_url", "refuse_unknown", "stop_after"]
 
 SURFACES = tuple(PLATFORMS)  # the front ends that can run, in the registry's order (bots/platforms.py)
 FLOWS = ("starter", "single")
@@ -52,7 +53,7 @@ LOG_FORMATS = ("text", "json")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked",
              "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start", "max_upload_mb",
              "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "approval_timeout_s",
-             "unattended_approvals"}
+             "unattended_approvals", "language"}
 _CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd", "max_upload_mb",
                  "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools"}
 
@@ -96,6 +97,7 @@ class BotConfig:
     wake_on_start: bool = True
     max_upload_mb: float = 20.0
     max_run_upload_mb: float = 200.0
+    language: str = "en"  # flower_core.lang: what the model reads from the bridge and the framework
     web_host: str = "127.0.0.1"
     web_port: int = 8470
     config_path: Path | None = None
@@ -144,6 +146,7 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         wake_on_start=not _flag(args, "no_wake") and _typed(bot, "wake_on_start", bool, True),
         max_upload_mb=_pick(None, bot, "max_upload_mb", float, 20.0, low=0.0),
         max_run_upload_mb=_pick(None, bot, "max_run_upload_mb", float, 200.0, low=0.0),
+        language=language(_flag(args, "lang"), env, _typed(bot, "language", str, None)),
         web_host=args.host or env.get("FLOWER_WEB_HOST") or "127.0.0.1",
         web_port=_port(args.port if args.port is not None else env.get("FLOWER_WEB_PORT", 8470)),
         config_path=Path(args.config).resolve() if args.config else None,
@@ -182,6 +185,16 @@ def log_format(flag: str | None, env: Mapping[str, str], table_value: str | None
     value = flag or env.get("FLOWER_LOG_FORMAT") or table_value or "text"
     if value not in LOG_FORMATS:
         raise ConfigError(f"log format must be one of {', '.join(LOG_FORMATS)}, got {value!r}")
+    return value
+
+
+def language(flag: str | None, env: Mapping[str, str], table_value: str | None = None) -> str:
+    """--lang, else FLOWER_LANG, else [bot] language, else English; one of flower_core.lang's catalogues."""
+    from flower_core.lang import available
+
+    value = (flag or env.get("FLOWER_LANG") or table_value or "en").strip().lower()
+    if value not in available():
+        raise ConfigError(f"config: language must be one of {', '.join(available())}, got {value!r}")
     return value
 
 

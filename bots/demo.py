@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from adapters.terminal import Render
-from bots.terminal_run import run_starter
+from bots.terminal_run import language_of, run_starter
 from flower_core.devmodel import ModelDouble
 
 DEMO_TASK = "Write a short greeting note in notes.md, then have a worker count its words."
@@ -37,4 +37,4 @@ async def run_demo(args: argparse.Namespace) -> int:
             return await run_starter(args.task or DEMO_TASK, workspace=workspace, run_dir=run_dir,
                                      timeout_s=timeout, max_asks=None if args.asks < 0 else args.asks,
                                      window=args.window, handoff=not args.no_handoff, env=md.env(config_dir),
-                                     render=render, budget_usd=args.budget)
+                                     render=render, budget_usd=args.budget, language=language_of(args.lang))

@@ -1,6 +1,6 @@
 """`flower`: the command. Parses arguments, checks credentials, builds the run, hands it to the terminal.
 
-    flower "task" [--timeout S] [--asks N] [--budget USD] [--approve TOOLS] [--window T] [--no-handoff]
+    flower "task" [--timeout S] [--asks N] [--budget USD] [--approve TOOLS] [--window T] [--no-handoff] [--lang L]
                   [--rounds N] [--no-goal] [--judge-can-run] [--isolate] [--new] [--clarify-only] [--no-trim]
                   [-w DIR] [-r DIR]
     flower run MODULE:ATTR [-w DIR] [-r DIR]     # a Workflow you wrote (flows.py:main, mypkg.flows:build)
@@ -26,7 +26,7 @@ from pathlib import Path
 from adapters.terminal import EXIT_INTERRUPTED, Render
 from bots import env_files, setup_cmd
 from bots.credentials import has_credentials
-from bots.terminal_run import UsageError, check_budget, drive_workflow, run_starter
+from bots.terminal_run import UsageError, check_budget, drive_workflow, language_of, run_starter
 
 EXIT_USAGE = 2
 COMMANDS = ("go", "run", "once", "demo", "setup")
@@ -62,6 +62,9 @@ def _flow_flags(p: argparse.ArgumentParser, *, timeout: float | None) -> None:
                    help="the model's context window (default: FLOWER_WINDOW, else the level last overflowed at, "
                         "else from the model name)")
     p.add_argument("--no-handoff", action="store_true", help="no handoff; fall back to the SDK's own compaction")
+    p.add_argument("--lang", default=None, metavar="LANG",
+                   help="the language the agent is told things in (its tool results, role rules, note names): "
+                        "en (default, or FLOWER_LANG) or zh, the original flower's texts")
     p.add_argument("--budget", type=float, default=None, metavar="USD",
                    help="cost cap in dollars: when the run reaches it, it pauses and asks you (+$5 / +$20 / "
                         "stop) at the prompt; unanswered within --timeout, it stops. Default: no cap")
@@ -196,7 +199,8 @@ async def _go(args: argparse.Namespace) -> int:
                              window=args.window, handoff=not args.no_handoff, budget_usd=args.budget,
                              approve=args.approve, rounds=args.rounds, goal=not args.no_goal,
                              clarify_only=args.clarify_only, new=args.new, isolate=args.isolate,
-                             judge_can_run=args.judge_can_run, trim=not args.no_trim)
+                             judge_can_run=args.judge_can_run, trim=not args.no_trim,
+                             language=language_of(args.lang))
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -215,6 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.cmd in ("go", "demo"):
             check_budget(args.budget)  # before credentials and before anything is created
+            language_of(args.lang)
         if args.cmd == "demo":
             from bots.demo import run_demo
 

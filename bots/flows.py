@@ -20,7 +20,7 @@ SINGLE_RULES = ("You work on the task directly. When a decision needs the human,
 
 
 def single_flow(plan: RunPlan) -> Workflow:
-    channel = HumanChannel(timeout_s=plan.timeout_s, max_asks=plan.max_asks)
+    channel = HumanChannel(timeout_s=plan.timeout_s, max_asks=plan.max_asks, language=plan.language)
     channel.approvals = gate_from(plan.approvals, cwd=plan.workspace, grants_path=plan.run_dir / "approvals.json")
     spec = AgentSpec(name="single", system_prompt=SINGLE_RULES, allowed_tools=SINGLE_TOOLS,
                      permission_mode="acceptEdits", channel=channel)

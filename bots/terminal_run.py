@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,16 @@ def check_budget(budget_usd: float | None) -> None:
                          "(e.g. --budget 5), or leave --budget out for no cap.")
 
 
+def language_of(flag: str | None, env: Mapping[str, str] | None = None) -> str:
+    """--lang, else FLOWER_LANG, else English; UsageError naming the flag for a language with no catalogue."""
+    from flower_core.lang import available
+
+    value = (flag or (os.environ if env is None else env).get("FLOWER_LANG") or "en").strip().lower()
+    if value not in available():
+        raise UsageError(f"flower: --lang (or FLOWER_LANG) must be one of {', '.join(available())}, got {value!r}.")
+    return value
+
+
 def approvals_of(approve: str) -> dict[str, Any] | None:
     """--approve's tools as the run's approval settings; UsageError naming a bad rule."""
     from adapters.hub import RunOptions
@@ -43,10 +55,12 @@ async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: f
                       window: int | None, handoff: bool, env: dict[str, str] | None = None,
                       render: Render | None = None, budget_usd: float | None = None, approve: str = "",
                       rounds: int = 3, goal: bool = True, clarify_only: bool = False, new: bool = False,
-                      isolate: bool = False, judge_can_run: bool = False, trim: bool = True) -> int:
+                      isolate: bool = False, judge_can_run: bool = False, trim: bool = True,
+                      language: str = "en") -> int:
     """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code.
     ``approve``: the tools to ask about at the prompt before they run ("bash,edits"). ``rounds`` … ``judge_can_run``
-    go to starter_flow; ``trim`` to the Runtime (on by default here, as the original's `go`)."""
+    go to starter_flow; ``trim`` to the Runtime (on by default here, as the original's `go`); ``language`` is
+    what the agent is told things in (flower_core.lang; English here, the framework's own default is Chinese)."""
     from adapters.transport.plan import BOT_STEPS
     from flower_core import BudgetError, starter_flow
 
@@ -58,7 +72,7 @@ async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: f
         wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks,
                           budget_usd=budget_usd, approvals=approvals, rounds=rounds, goal=goal,
                           clarify_only=clarify_only, new=new, isolate=isolate, judge_can_run=judge_can_run,
-                          step_names=BOT_STEPS)
+                          step_names=BOT_STEPS, language=language)
     except BudgetError as exc:
         raise UsageError(f"flower: {exc}") from exc
     except ValueError as exc:

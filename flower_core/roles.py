@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flower_core.lang import Catalogue, catalogue
 from flower_core.spec import AgentSpec
 
 if TYPE_CHECKING:
@@ -27,28 +28,10 @@ COORDINATOR_TOOLS = ["Agent", "TodoWrite", "Read", "Glob", "Grep", "Bash"]
 WORKER_TOOLS = ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "WebSearch"]
 WORKER_PROMPT = "You do the hands-on work. Verify each change right after you make it; do not save checks for the end."
 
-CLARIFIER_RULES = """You clarify a request before anyone works on it. You do not do the work: no code, no edits \
-other than the brief file, no pasting of file contents.
-- Ask the human with the mcp__human__ask tool (a question, plus a few short options when there are obvious \
-choices). There is no limit on questions: ask until the goal, the acceptance criteria and the boundaries are clear. \
-Ask one thing at a time, only about decisions that change the outcome.
-- You may read the workspace first (Read/Glob/Grep): one look can spare a question.
-- If nobody answers, decide yourself and record the question and your assumption under "Unknowns and \
-assumptions" (未知与假设).
-- Finish by writing the brief with the Write tool, exactly four sections:
-  ## Goal (目标) — one sentence: what is built, for whom
-  ## Acceptance criteria (验收标准) — decidable conditions, one per line ("running x prints y", not "works well")
-  ## Boundaries (边界) — what is explicitly not done
-  ## Unknowns and assumptions (未知与假设) — everything not asked, not answered or guessed, one per line"""
-
-GOAL_RULES = """You set the goal that an independent judge will check the work against. You do not do the work.
-- Read the brief; turn its acceptance criteria into checks a reader can verify on the spot ("run this, see that").
-- The number of checks follows the ways the task can fail — usually three to seven. A boundary is how to work, \
-not a check item.
-- A check that cannot be verified in this environment ends with "[unverifiable here: reason]".
-- Write the goal with the Write tool, two sections:
-  ## Goal (目标) — one paragraph
-  ## Checklist (判定清单) — one check per line, each starting with "- \""""
+# The two rules that name the brief's and the goal's sections are in each language's catalogue
+# (flower_core/lang/); these names are the seed's, what a role built without ``language`` reads.
+CLARIFIER_RULES = catalogue()["role.clarifier"]
+GOAL_RULES = catalogue()["role.goal_setter"]
 
 COORDINATOR_RULES = """You coordinate; workers do the work. Split the task, delegate each piece with the Agent tool \
 (run_in_background=false), read the reports, decide what comes next.
@@ -82,20 +65,22 @@ def _join(*parts: str) -> str:
 
 def clarifier(channel: Any, *, brief_path: str | Path, instructions: str = "", name: str = "clarify",
               model: str | None = None, max_turns: int | None = None,
-              max_budget_usd: float | None = None) -> AgentSpec:
-    """The clarifier: mcp__human__ask + read tools + Write (for the brief only)."""
+              max_budget_usd: float | None = None, language: str | Catalogue | None = None) -> AgentSpec:
+    """The clarifier: mcp__human__ask + read tools + Write (for the brief only); rules in ``language``."""
     tools = [*READ_TOOLS, "Write"]
-    return AgentSpec(name=name, system_prompt=_join(CLARIFIER_RULES, f"The brief file: {brief_path}", instructions),
+    rules = catalogue(language)["role.clarifier"]
+    return AgentSpec(name=name, system_prompt=_join(rules, f"The brief file: {brief_path}", instructions),
                      tools=tools, allowed_tools=tools, permission_mode="default", channel=channel, model=model,
                      max_turns=max_turns, max_budget_usd=max_budget_usd)
 
 
 def goal_setter(channel: Any, *, goal_path: str | Path, instructions: str = "", name: str = "goal",
                 model: str | None = None, max_turns: int | None = None,
-                max_budget_usd: float | None = None) -> AgentSpec:
-    """The goal setter: read tools + Write (for the goal only); may ask the human."""
+                max_budget_usd: float | None = None, language: str | Catalogue | None = None) -> AgentSpec:
+    """The goal setter: read tools + Write (for the goal only); may ask the human; rules in ``language``."""
     tools = [*READ_TOOLS, "Write"]
-    return AgentSpec(name=name, system_prompt=_join(GOAL_RULES, f"The goal file: {goal_path}", instructions),
+    rules = catalogue(language)["role.goal_setter"]
+    return AgentSpec(name=name, system_prompt=_join(rules, f"The goal file: {goal_path}", instructions),
                      tools=tools, allowed_tools=tools, permission_mode="default", channel=channel, model=model,
                      max_turns=max_turns, max_budget_usd=max_budget_usd)
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from flower_core import roles
 from flower_core.documents import Verdict, brief_missing, goal_complete
+from flower_core.lang import Catalogue, catalogue
 from flower_core.lineage import Lineage
 from flower_core.runtime.budget import DEFAULT_STEPS, REFUSED, Budget, BudgetError
 from flower_core.workbench import Workbench
@@ -42,7 +43,7 @@ class StepNames:
 # The original flower's names (its starter_flow's); a front end may pass its own (the bot's are English).
 ORIGINAL_STEPS = StepNames("确认需求", "设定目标", "干活")
 CLARIFY, GOAL, WORK = ORIGINAL_STEPS.clarify, ORIGINAL_STEPS.goal, ORIGINAL_STEPS.work
-WAKE_LABEL = "唤醒时追加"
+WAKE_LABEL = catalogue()["amend.wake_label"]  # the seed's; a run in another language uses its own
 
 # The first words of each prompt; the demo scenario routes on them, so change both together.
 CLARIFY_OPENING = "Clarify this request before any work starts."
@@ -117,7 +118,7 @@ def _keep_amendments(channel: Any, brief: Path) -> None:
 
 
 def _clarify_step(channel: Any, wb: Workbench, task: str, *, instructions: str, always_ask: bool,
-                  names: StepNames) -> Step:
+                  names: StepNames, lang: Catalogue) -> Step:
     brief = wb.brief
 
     def when(ctx: Ctx) -> bool:
@@ -136,13 +137,13 @@ def _clarify_step(channel: Any, wb: Workbench, task: str, *, instructions: str, 
         return True
 
     prompt = f"{CLARIFY_OPENING}\n\nThe request: {task}\n\nWrite the brief to {wb.show(brief)}."
-    spec = _reach(roles.clarifier(channel, brief_path=wb.show(brief), instructions=instructions), wb)
+    spec = _reach(roles.clarifier(channel, brief_path=wb.show(brief), instructions=instructions, language=lang), wb)
     return Step(names.clarify, spec, prompt,
                 when=when, gate=gate, reduce=lambda r, ctx: _read(brief),
                 resume_prompt=CLARIFY_RESUME.format(path=wb.show(brief)))
 
 
-def _goal_step(channel: Any, wb: Workbench, *, always_set: bool, names: StepNames) -> Step:
+def _goal_step(channel: Any, wb: Workbench, *, always_set: bool, names: StepNames, lang: Catalogue) -> Step:
     goal = wb.goal
 
     def when(ctx: Ctx) -> bool:
@@ -165,7 +166,7 @@ def _goal_step(channel: Any, wb: Workbench, *, always_set: bool, names: StepName
         return (f"{GOAL_OPENING}\n\nThe brief ({wb.show(wb.brief)}):\n{brief}\n\n"
                 f"Write the goal to {wb.show(goal)}.")
 
-    spec = _reach(roles.goal_setter(channel, goal_path=wb.show(goal)), wb)
+    spec = _reach(roles.goal_setter(channel, goal_path=wb.show(goal), language=lang), wb)
     return Step(names.goal, spec, prompt, when=when, gate=gate, reduce=lambda r, ctx: _read(goal))
 
 
@@ -211,10 +212,11 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
                  timeout_s: float | None = 1800.0, max_asks: int | None = None, rounds: int = 3,
                  goal: bool = True, clarify_only: bool = False, new: bool = False, instructions: str = "",
                  worker_prompt: str = roles.WORKER_PROMPT, home: str | Path | None = None,
-                 brief_name: str = "需求.md", goal_name: str = "目标.md", qa_name: str = "问答记录.md",
+                 brief_name: str | None = None, goal_name: str | None = None, qa_name: str | None = None,
                  budget_usd: float | None = None, budget_steps: tuple[float, ...] = DEFAULT_STEPS,
                  approvals: dict[str, Any] | None = None, isolate: bool = False,
-                 judge_can_run: bool = False, step_names: StepNames = ORIGINAL_STEPS) -> Workflow:
+                 judge_can_run: bool = False, step_names: StepNames = ORIGINAL_STEPS,
+                 language: str | Catalogue | None = None) -> Workflow:
     """clarify -> goal -> work, with ``wf.workbench`` and ``wf.channel`` ready for the driver.
 
     The steps are named as the original flower's (确认需求 / 设定目标 / 干活) unless ``step_names`` says
@@ -227,10 +229,15 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     ``isolate=True`` (the original's): the worker works in a git worktree of its own, so ``workspace`` must be
     a git work tree (ValueError otherwise, before anything is touched) and the desk moves outside it
     (``<parent>/.flower-<name>`` unless ``home`` says where). ``judge_can_run=True`` lets the judge run commands.
+    ``language`` (a code of ``flower_core.lang``, default the seed's Chinese) is what the model reads from the
+    framework: the channel's replies, the clarifier's and goal setter's rules, the Q&A log, and the notes' names
+    (需求.md / 目标.md / 问答记录.md, or e.g. brief.md / goal.md / qa-log.md in English) unless ``*_name`` says.
+    LanguageError (a ValueError) for an unknown code.
     """
     from flower_core.human import HumanChannel  # the channel pulls in the SDK's MCP helpers lazily
     from flower_core.human.approval import gate_from
 
+    lang = catalogue(language)
     budget = Budget(budget_usd, steps=budget_steps) if budget_usd is not None else None
     if budget is not None and budget.cap == 0:
         raise BudgetError(REFUSED)
@@ -241,7 +248,7 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
             raise ValueError(f"isolate=True needs {ws} to be a git work tree (each worker gets a worktree of it); "
                              "run git init there, or drop isolate")
         home = home if home is not None else ws.parent / f".flower-{ws.name}"
-    wb = Workbench(workspace, home, brief_name=brief_name, goal_name=goal_name, qa_name=qa_name)
+    wb = Workbench(workspace, home, brief_name=brief_name, goal_name=goal_name, qa_name=qa_name, language=lang)
     wb.refresh()
     if new:
         Lineage.open(run_dir, wb.workspace).archive(wb.notes / "archive", extra=[wb.brief, wb.goal])
@@ -249,18 +256,20 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     waking = brief_ready(wb.brief)
     if not waking and not task:
         raise ValueError("starter_flow needs a task, e.g. starter_flow('build me X', ...)")
-    channel = HumanChannel(log_path=wb.qa_log, amend_path=wb.brief, max_asks=max_asks, timeout_s=timeout_s)
+    channel = HumanChannel(log_path=wb.qa_log, amend_path=wb.brief, max_asks=max_asks, timeout_s=timeout_s,
+                           language=lang)
     channel.approvals = gate_from(approvals, cwd=wb.workspace, grants_path=Path(run_dir) / "approvals.json")
     if budget is not None:
         budget.channel = channel
     remark = task if waking else ""
     if remark and remark not in _read(wb.brief):
-        channel.amend(remark, label=WAKE_LABEL)  # the judge and later steps read the brief, not this process
+        # the judge and later steps read the brief, not this process
+        channel.amend(remark, label=lang["amend.wake_label"])
     names = step_names
-    steps = [_clarify_step(channel, wb, task, instructions=instructions, always_ask=False, names=names)]
+    steps = [_clarify_step(channel, wb, task, instructions=instructions, always_ask=False, names=names, lang=lang)]
     if not clarify_only:
         if goal:
-            steps.append(_goal_step(channel, wb, always_set=bool(remark), names=names))
+            steps.append(_goal_step(channel, wb, always_set=bool(remark), names=names, lang=lang))
         steps.append(_work_step(channel, wb, remark, worker_prompt=worker_prompt, goal=goal, rounds=rounds,
                                 names=names, isolate=isolate, judge_can_run=judge_can_run))
     return Workflow(steps, name="starter", channel=channel, workbench=wb, budget=budget)

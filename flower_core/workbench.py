@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from flower_core.lang import Catalogue, catalogue
+
 DIRNAME = ".flower"
 INDEX_NAME = "INDEX.md"
 _DESC = re.compile(r"^\s*(?:#|//|--)\s*desc:\s*(.+)$", re.I)
@@ -18,13 +20,19 @@ _DESC = re.compile(r"^\s*(?:#|//|--)\s*desc:\s*(.+)$", re.I)
 class Workbench:
     """Paths of one run's desk; ``<workspace>/.flower`` unless ``home`` says otherwise."""
 
-    def __init__(self, workspace: str | Path, home: str | Path | None = None, *, brief_name: str = "需求.md",
-                 goal_name: str = "目标.md", qa_name: str = "问答记录.md") -> None:
+    def __init__(self, workspace: str | Path, home: str | Path | None = None, *, brief_name: str | None = None,
+                 goal_name: str | None = None, qa_name: str | None = None,
+                 language: str | Catalogue | None = None) -> None:
+        # The notes' names are the language's (flower_core/lang/: the seed's 需求.md / 目标.md / 问答记录.md
+        # unless told otherwise); a name given here wins.
+        said = catalogue(language)
         self.workspace = Path(workspace).resolve()
         self.root = Path(home).resolve() if home is not None else self.workspace / DIRNAME
-        self.brief_name = brief_name
-        self.goal_name = goal_name
-        self.qa_name = qa_name
+        self.brief_name = brief_name or said["note.brief"]
+        self.goal_name = goal_name or said["note.goal"]
+        self.qa_name = qa_name or said["note.qa"]
+        self.handoff_prefix = said["note.handoff_prefix"]  # <notes>/<prefix><step>.md (runtime/handoff.py)
+        self.handoff_archive = said["note.handoff_archive"]  # notes/archive/<this>/ keeps older ones
 
     def __repr__(self) -> str:
         return f"Workbench({str(self.root)!r})"

@@ -47,7 +47,7 @@ class Launcher:
         opts, s = RunOptions.load(Path(record.run_dir)), self.settings
         where = f"{record.thread.platform}:{record.thread.channel}"  # the channel's approvals add to the bot's
         return RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=waking, remark=remark,
-                       round=record.round, said=said,
+                       round=record.round, said=said, language=s.language,
                        timeout_s=s.timeout_s if opts.timeout_s is None else opts.timeout_s,
                        max_asks=s.max_asks if opts.max_asks is None else opts.max_asks,
                        budget_usd=record.cap_usd if record.cap_usd is not None else

@@ -51,6 +51,7 @@ class HubSettings:
     park_after_s: float | None = 20.0  # a question waiting longer closes the run's CLI (None: never)
     wake_on_start: bool = True  # runs the last process left live come back by themselves
     oracle: bool = True  # runs answer side questions (`?…`)
+    language: str = "en"  # what the model is spoken to in (flower_core.lang: "en", "zh" the seed's texts)
     view: ViewConfig = field(default_factory=ViewConfig)
     uploads: UploadLimits = field(default_factory=UploadLimits)  # files people attach (the [bot] keys)
     # "platform:channel" -> its own upload limits (a [channels."…"] table's keys)

@@ -36,6 +36,9 @@ class RunPlan:
     spent_usd: float = 0.0  # what the run cost before this process took it up: its cap counts it
     # The run's tool approvals (flower_core.human.approval.SETTING_KEYS): bot + channel + the run's own asks.
     approvals: dict[str, Any] = field(default_factory=dict)
+    # The language the model is spoken to in (flower_core.lang): the bridge's default is English; a plan
+    # written before the setting existed reads back as English too.
+    language: str = "en"
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -71,7 +74,7 @@ def default_factory(plan: RunPlan) -> Workflow:
     ``plan.budget_usd`` becomes the workflow's cost cap (a budget of 0 raises: the run is refused)."""
     kw: dict[str, Any] = {"workspace": plan.workspace, "run_dir": plan.run_dir, "timeout_s": plan.timeout_s,
                           "max_asks": plan.max_asks, "budget_usd": plan.budget_usd, "approvals": plan.approvals,
-                          "step_names": BOT_STEPS}
+                          "step_names": BOT_STEPS, "language": plan.language}
     if plan.waking:
         try:
             return starter_flow(plan.remark, **kw)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-PLACEHOLDERS = ("last_tool_result", "last_user_text", "first_user_text", "turn")
+PLACEHOLDERS = ("last_tool_result", "last_user_text", "first_user_text", "turn", "brief_file", "goal_file")
+# The starter's clarifier and goal setter name their file in the system prompt (flower_core/roles.py); the
+# file's name follows the run's language, so a scenario writes where the run will read.
+_NAMED_FILE = {"brief_file": re.compile(r"The brief file: (\S+)"), "goal_file": re.compile(r"The goal file: (\S+)")}
 
 
 def _texts(content: Any) -> list[str]:
@@ -75,6 +79,24 @@ def last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
+def _file_named(name: str) -> Any:
+    def find(body: dict[str, Any]) -> str:
+        found = _NAMED_FILE[name].search(system_text(body))
+        return found.group(1) if found else "{" + name + "}"
+    return find
+
+
+def render_input(value: Any, body: dict[str, Any]) -> Any:
+    """A tool call's input with the placeholders of its strings filled (nested dicts and lists too)."""
+    if isinstance(value, str):
+        return render(value, body)
+    if isinstance(value, dict):
+        return {k: render_input(v, body) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_input(v, body) for v in value]
+    return value
+
+
 def render(template: str, body: dict[str, Any]) -> str:
     """Fill ``{placeholder}`` names from the request; other braces are left alone."""
     if "{" not in template:
@@ -84,6 +106,7 @@ def render(template: str, body: dict[str, Any]) -> str:
         "last_user_text": last_user_text,
         "first_user_text": first_user_text,
         "turn": lambda b: str(assistant_count(b)),
+        **{name: _file_named(name) for name in _NAMED_FILE},
     }
     out = template
     for name, fn in values.items():

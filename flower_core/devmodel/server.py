@@ -11,7 +11,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +163,9 @@ class ModelDouble:
                 return await self._serve_fault(request, fault, turn)
         rec.served = "turn" if conv is not None and index < len(conv.turns) else "fallback"
         text = rq.render(turn.say, body)
+        if any("{" in json.dumps(call.input) for call in turn.calls):
+            turn = replace(turn, calls=tuple(replace(call, input=rq.render_input(call.input, body))
+                                             for call in turn.calls))
         rec.reply_text, rec.reply_tool_ids = text, tuple(call.id or tool_use_id() for call in turn.calls)
         await self._record(rec)
         if turn.delay_s > 0:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flower_core.lang import Catalogue, catalogue
 from flower_core.permissions import Policy
 
 from . import texts
@@ -44,11 +45,11 @@ _YES = {"y", "yes", "allow", "once", "ok", ALLOW_ONCE.lower()}
 _ALWAYS = {"a", "always", "run", "allow for this run"}
 _NO = {"n", "no", "deny", DENY.lower()}
 
-# Model-facing, in the channel's language and voice (texts.py).
-DENIED = "对方没有批准这次 {tool} 调用,它没有执行。不要原样重试;换一种做法继续,或在结果里说明你需要什么。"
-DENIED_BY_RULE = "按这次运行的规则({rule}),{tool} 的这种调用不允许执行,它没有执行。换一种做法继续,不要再试同样的调用。"
-TIMED_OUT = "等了 {s} 秒没有人批准这次 {tool} 调用,它没有执行。换一种做法继续,并把这件事写进「未知与假设」那一段。"
-CANCELLED = "这次 {tool} 调用的批准被取消了(运行被打断),它没有执行。"
+# Model-facing, in the channel's language (channel.lang, flower_core/lang/); these names are the seed's texts.
+DENIED = texts._SEED["approval.denied"]
+DENIED_BY_RULE = texts._SEED["approval.denied_by_rule"]
+TIMED_OUT = texts._SEED["approval.timed_out"]
+CANCELLED = texts._SEED["approval.cancelled"]
 
 
 @dataclass(frozen=True)
@@ -158,9 +159,10 @@ class ApprovalGate:
         with self._lock:
             return self._ready.pop(call_key(tool, args), None) is not None
 
-    def settle_parked(self, ask: Ask, tool: str, args: dict[str, Any], unattended_text: str) -> Decision:
+    def settle_parked(self, ask: Ask, tool: str, args: dict[str, Any], unattended_text: str,
+                      lang: Catalogue | None = None) -> Decision:
         """The decision of a parked approval once its ask settled (granting and recording it as decide does)."""
-        return self._note(self._outcome(ask, tool, False, unattended_text), tool, args, ask)
+        return self._note(self._outcome(ask, tool, False, unattended_text, catalogue(lang)), tool, args, ask)
 
     async def decide(self, channel: HumanChannel, tool: str, args: dict[str, Any]) -> Decision:
         """Apply the policy to one call, asking a person through ``channel`` when it says so."""
@@ -172,7 +174,7 @@ class ApprovalGate:
             return ready[0]
         verdict, rule = self.policy.decide(tool, args, cwd=self.cwd)
         if verdict == "deny":
-            text = DENIED_BY_RULE.format(rule=rule.text if rule else tool, tool=tool)
+            text = channel.lang.fill("approval.denied_by_rule", rule=rule.text if rule else tool, tool=tool)
             return self._note(Decision(False, text, "rule"), tool, args)
         if verdict != "ask":  # "allowed": an allow rule or a grant; "policy": no rule speaks about it
             return Decision(True, how="allowed" if verdict == "allow" else "policy")
@@ -185,22 +187,23 @@ class ApprovalGate:
         facts.update(diff_facts(tool, args, self.cwd, folder))  # the whole change of an edit, as a file
         ask = await channel.ask_outcome(question, [ALLOW_ONCE, run_option(tool), DENY], kind=KIND, facts=facts,
                                         timeout_s=0.0 if unattended else self.timeout_s)
-        return self._note(self._outcome(ask, tool, unattended, channel.timeout_text), tool, args, ask)
+        return self._note(self._outcome(ask, tool, unattended, channel.timeout_text, channel.lang), tool, args, ask)
 
-    def _outcome(self, ask: Ask, tool: str, unattended: bool, unattended_text: str) -> Decision:
+    def _outcome(self, ask: Ask, tool: str, unattended: bool, unattended_text: str, lang: Catalogue) -> Decision:
         if ask.state == "answered":
             how, words = decision_of(ask.answer, tool)
             if how == "run":
                 self.grant(tool)
             if how != "deny":
                 return Decision(True, how=how, ask_id=ask.id)
-            return Decision(False, _denied(tool, words), "deny", ask.id)
+            return Decision(False, _denied(tool, words, lang), "deny", ask.id)
         if ask.state == "declined":
-            return Decision(False, _denied(tool, ask.answer), "deny", ask.id)
+            return Decision(False, _denied(tool, ask.answer, lang), "deny", ask.id)
         if ask.state == "timeout":
-            text = unattended_text if unattended else TIMED_OUT.format(s=round(self.timeout_s or 0), tool=tool)
+            text = unattended_text if unattended else lang.fill("approval.timed_out", s=round(self.timeout_s or 0),
+                                                                tool=tool)
             return Decision(False, text, "unattended" if unattended else "timeout", ask.id)
-        return Decision(False, CANCELLED.format(tool=tool), str(ask.state), ask.id)
+        return Decision(False, lang.fill("approval.cancelled", tool=tool), str(ask.state), ask.id)
 
     def _note(self, d: Decision, tool: str, args: dict[str, Any], ask: Ask | None = None) -> Decision:
         row = {"tool": tool, "input": summary(tool, args)[:500], "decision": d.how, "allowed": d.allow,
@@ -253,9 +256,10 @@ def gate_from(settings: Mapping[str, Any] | None, *, cwd: str | Path = "",
                         unattended=str(s.get("unattended_approvals") or "deny"), grants_path=grants_path)
 
 
-def _denied(tool: str, words: str) -> str:
-    text = DENIED.format(tool=tool)
-    return f"{text}\n{texts.DECLINE_REASON}{texts.cap(words)}" if words.strip() else text
+def _denied(tool: str, words: str, lang: Catalogue) -> str:
+    text = lang.fill("approval.denied", tool=tool)
+    return f"{text}\n{lang['ask.decline_reason']}{texts.cap(words, marker=lang['text.truncated'])}" if words.strip() \
+        else text
 
 
 class ApprovalMembers:

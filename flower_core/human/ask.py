@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from flower_core.events import Event
+from flower_core.lang import Catalogue, catalogue
 
 from . import texts
 
@@ -75,19 +76,21 @@ class Ask:
         return Event("ask", text=self.question, payload=payload, raw=self)
 
 
-def check_question(question: Any, options: Any) -> tuple[str, list[str], str]:
-    """Clean the model's input. Returns (question, options, problem) — problem is "" when valid."""
+def check_question(question: Any, options: Any, lang: Catalogue | None = None) -> tuple[str, list[str], str]:
+    """Clean the model's input. Returns (question, options, problem) — problem is "" when valid, else the
+    text the model reads (in ``lang``, the seed's by default)."""
+    said = catalogue(lang)
     if not isinstance(question, str) or not question.strip():
-        return ("" if not isinstance(question, str) else question.strip()), [], texts.INVALID_EMPTY
-    q = texts.cap(question.strip())
-    bad_options = texts.INVALID_OPTIONS.format(max=texts.MAX_OPTIONS)
+        return ("" if not isinstance(question, str) else question.strip()), [], said["ask.invalid_empty"]
+    q = texts.cap(question.strip(), marker=said["text.truncated"])
+    bad_options = said.fill("ask.invalid_options", max=texts.MAX_OPTIONS)
     if options is None:
         return q, [], ""
     if not isinstance(options, list | tuple) or len(options) > texts.MAX_OPTIONS:
         return q, [], bad_options
     if not all(isinstance(o, str) and o.strip() for o in options):
         return q, [], bad_options
-    opts = [texts.cap(o.strip(), texts.MAX_OPTION_CHARS) for o in options]
+    opts = [texts.cap(o.strip(), texts.MAX_OPTION_CHARS, said["text.truncated"]) for o in options]
     if len(set(opts)) != len(opts):
         return q, [], bad_options
     return q, opts, ""

@@ -11,6 +11,7 @@ from types import EllipsisType
 from typing import Any
 
 from flower_core.events import Event
+from flower_core.lang import Catalogue, catalogue
 
 from . import records, texts
 from .approval import ApprovalMembers
@@ -50,18 +51,22 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         timeout_s: float | None = 1800.0,
         log_path: str | Path | None = None,
         amend_path: str | Path | None = None,
-        over_budget_text: str = texts.OVER_BUDGET,
-        timeout_text: str = texts.TIMEOUT,
-        declined_text: str = texts.DECLINED,
+        over_budget_text: str | None = None,
+        timeout_text: str | None = None,
+        declined_text: str | None = None,
+        language: str | Catalogue | None = None,
     ) -> None:
+        # Every text the model reads from this channel comes from one catalogue (flower_core/lang/): the
+        # seed's (Chinese) unless ``language`` names another; the three *_text arguments override it.
+        self.lang = catalogue(language)
         self.on_event = on_event
         self.max_asks = max_asks
         self.timeout_s = timeout_s
         self.log_path = Path(log_path) if log_path is not None else None
         self.amend_path = Path(amend_path) if amend_path is not None else None
-        self.over_budget_text = over_budget_text
-        self.timeout_text = timeout_text
-        self.declined_text = declined_text
+        self.over_budget_text = self.lang["ask.over_budget"] if over_budget_text is None else over_budget_text
+        self.timeout_text = self.lang["ask.timeout"] if timeout_text is None else timeout_text
+        self.declined_text = self.lang["ask.declined"] if declined_text is None else declined_text
         self.share_root: Path | None = None  # the workspace `share` posts from (share.py; Workflow.run sets it)
         self.asks: list[Ask] = []
         self.mail: list[Mail] = []
@@ -123,7 +128,7 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         wait = self.timeout_s if isinstance(timeout_s, EllipsisType) else timeout_s
         loop = asyncio.get_running_loop()
         self._remember_loop()
-        q, opts, problem = check_question(question, options)
+        q, opts, problem = check_question(question, options, self.lang)
         immediate = ""
         fut: asyncio.Future[None] | None = None
         with self._lock:
@@ -217,12 +222,13 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
 
     def answer(self, ask_id: str, text: str) -> bool:
         """Answer a waiting question. False if the id is unknown or the question is no longer waiting."""
-        answer = texts.cap(str(text).strip())
+        answer = texts.cap(str(text).strip(), marker=self.lang["text.truncated"])
         return self._settle_from_anywhere(ask_id, "answered", answer)
 
     def decline(self, ask_id: str, reason: str = "") -> bool:
         """Refuse a waiting question; the model decides on its own. False if it is no longer waiting."""
-        return self._settle_from_anywhere(ask_id, "declined", texts.cap(str(reason).strip()))
+        return self._settle_from_anywhere(ask_id, "declined",
+                                          texts.cap(str(reason).strip(), marker=self.lang["text.truncated"]))
 
     def send(self, text: str, *, mail_id: str | None = None) -> Mail | None:
         """The human speaks up: queue mail for the inbox tool and append it to amend_path. None if empty.
@@ -231,7 +237,7 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         be recognised in the stored session later; default "m<n>"."""
         if not isinstance(text, str) or not text.strip():
             return None
-        body = texts.cap(text.strip())
+        body = texts.cap(text.strip(), marker=self.lang["text.truncated"])
         # Before queueing, so the delivered event reports it too; the path it went to, "" when nowhere.
         amended = str(self.amend_path) if self.amend(body) else ""
         with self._lock:
@@ -241,10 +247,11 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         self._emit_on_loop(event)
         return mail
 
-    def amend(self, text: str, *, label: str = texts.AMEND_LABEL) -> bool:
-        """Append text under a dated heading to amend_path. True only if it was written."""
+    def amend(self, text: str, *, label: str | None = None) -> bool:
+        """Append text under a dated heading (``label``, else the language's) to amend_path. True only if written."""
         if self.amend_path is None or not text.strip():
             return False
+        label = self.lang["amend.label"] if label is None else label
         try:
             records.append(self.amend_path, records.amend_entry(text.strip(), label, time.time()))
         except OSError as exc:
@@ -259,7 +266,7 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
     def transcript(self) -> str:
         with self._lock:
             asks = list(self.asks)
-        return records.transcript(asks)
+        return records.transcript(asks, self.lang)
 
     # ----- internals --------------------------------------------------------------------------------
 
@@ -303,9 +310,9 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
 
     def _reply_for(self, ask: Ask, state: str, answer: str) -> str:
         if state == "answered":
-            return answer or texts.EMPTY_ANSWER
+            return answer or self.lang["ask.empty_answer"]
         if state == "declined":
-            return self.declined_text + (f"\n{texts.DECLINE_REASON}{answer}" if answer else "")
+            return self.declined_text + (f"\n{self.lang['ask.decline_reason']}{answer}" if answer else "")
         if state == "over_budget":
             return self.over_budget_text
         return self.timeout_text  # timeout and cancelled
@@ -323,7 +330,7 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
                 pass
         if self.log_path is not None:
             try:
-                records.append(self.log_path, records.ask_entry(ask) + "\n")
+                records.append(self.log_path, records.ask_entry(ask, self.lang) + "\n")
             except OSError as exc:
                 self.ui_errors.append(exc)
         self._emit(ask.event(self.remaining))

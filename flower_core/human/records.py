@@ -1,4 +1,7 @@
-"""Markdown records of the channel: the Q&A log entry, the transcript, and append-only file writes."""
+"""Markdown records of the channel: the Q&A log entry, the transcript, and append-only file writes.
+
+The labels are in the channel's language (``flower_core/lang/``): the Q&A log is a note the model reads.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +10,9 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from .ask import Ask
+from flower_core.lang import Catalogue, catalogue
 
-_OUTCOME_LABEL = {
-    "asked": "等待中",
-    "answered": "已回答",
-    "timeout": "无人应答",
-    "declined": "拒答",
-    "over_budget": "超出提问额度",
-    "invalid": "提问无效",
-    "cancelled": "已取消",
-}
+from .ask import Ask
 
 # One lock for all appends in this process: answers and mail can arrive from several threads, and
 # two interleaved appends to the same file would tear each other's entries.
@@ -28,26 +23,29 @@ def _stamp(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
-def ask_entry(ask: Ask) -> str:
-    """One question as a markdown section: question, options, outcome, answer, time."""
-    lines = [f"### {ask.id} · {_OUTCOME_LABEL.get(ask.state, ask.state)} · {_stamp(ask.asked_at)}", "",
-             f"**问:** {ask.question}"]
+def ask_entry(ask: Ask, lang: Catalogue | None = None) -> str:
+    """One question as a markdown section: question, options, outcome, answer, time (labels in ``lang``,
+    the seed's by default)."""
+    said = catalogue(lang)
+    label = said.texts.get(f"qa.state.{ask.state}", str(ask.state))
+    lines = [f"### {ask.id} · {label} · {_stamp(ask.asked_at)}", "", f"{said['qa.question']}{ask.question}"]
     if ask.options:
-        lines.append("**选项:** " + " / ".join(ask.options))
-    lines.append(f"**结果:** {ask.state}")
+        lines.append(said["qa.options"] + " / ".join(ask.options))
+    lines.append(f"{said['qa.outcome']}{ask.state}")
     if ask.answer:
-        lines.append(f"**答:** {ask.answer}")
+        lines.append(f"{said['qa.answer']}{ask.answer}")
     if ask.facts.get("by"):  # who decided (an approval records it)
-        lines.append(f"**决定人:** {ask.facts['by']}")
-    lines.append(f"**等待:** {ask.waited_s} s")
+        lines.append(f"{said['qa.by']}{ask.facts['by']}")
+    lines.append(f"{said['qa.waited']}{ask.waited_s} s")
     return "\n".join(lines) + "\n"
 
 
-def transcript(asks: Iterable[Ask]) -> str:
-    entries = [ask_entry(a) for a in asks]
+def transcript(asks: Iterable[Ask], lang: Catalogue | None = None) -> str:
+    said = catalogue(lang)
+    entries = [ask_entry(a, said) for a in asks]
     if not entries:
-        return "# 问答记录\n\n(还没有提问)\n"
-    return "# 问答记录\n\n" + "\n".join(entries)
+        return f"# {said['qa.title']}\n\n{said['qa.none']}\n"
+    return f"# {said['qa.title']}\n\n" + "\n".join(entries)
 
 
 def amend_entry(text: str, label: str, at: float) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flower_core.events import Event
+from flower_core.lang import Catalogue, catalogue
 
 if TYPE_CHECKING:
     from .channel import HumanChannel
@@ -39,30 +40,24 @@ SHARE_SCHEMA: dict[str, Any] = {
 }
 NOTE_MAX = 2000
 
-SHARED = "已把 {path} 发到对话里。"
-OUTSIDE = "不能分享 {path}:它在工作区之外。只能分享工作区里的文件。"
-MISSING = "不能分享 {path}:工作区里没有这个文件。"
-EMPTY = "不能分享 {path}:文件是空的。"
-NO_ROOT = "这次运行没有可以分享文件的对话。"
-
-
-def resolve_share(root: Path, path: str) -> tuple[Path | None, str]:
+def resolve_share(root: Path, path: str, lang: Catalogue | None = None) -> tuple[Path | None, str]:
     """The file `path` names inside `root` (symlinks resolved before the check), or None and the
-    model-facing reason."""
+    model-facing reason (in ``lang``, the seed's by default)."""
+    said = catalogue(lang)
     shown = path.strip() or "(empty path)"
     if not path.strip() or "\x00" in path:
-        return None, MISSING.format(path=shown)
+        return None, said.fill("share.missing", path=shown)
     try:
         base = root.resolve(strict=True)
         target = (base / path.strip()).resolve(strict=False)
     except (OSError, RuntimeError):
-        return None, MISSING.format(path=shown)
+        return None, said.fill("share.missing", path=shown)
     if not target.is_relative_to(base):
-        return None, OUTSIDE.format(path=shown)
+        return None, said.fill("share.outside", path=shown)
     if not target.is_file():
-        return None, MISSING.format(path=shown)
+        return None, said.fill("share.missing", path=shown)
     if target.stat().st_size == 0:
-        return None, EMPTY.format(path=shown)
+        return None, said.fill("share.empty", path=shown)
     return target, ""
 
 
@@ -70,8 +65,8 @@ def share(channel: HumanChannel, path: str, note: str) -> tuple[str, bool]:
     """Emit the share event; (the tool's reply, whether it is an error)."""
     root = channel.share_root
     if root is None:
-        return NO_ROOT, True
-    target, problem = resolve_share(Path(root), path)
+        return channel.lang["share.no_root"], True
+    target, problem = resolve_share(Path(root), path, channel.lang)
     if target is None:
         return problem, True
     rel = target.relative_to(Path(root).resolve()).as_posix()
@@ -79,4 +74,4 @@ def share(channel: HumanChannel, path: str, note: str) -> tuple[str, bool]:
     channel._emit_on_loop(Event("ask", text=note or rel, payload={  # the channel's own emitter (same package)
         "kind": "share", "id": "s" + uuid.uuid4().hex[:10], "state": "shared", "path": rel, "file": str(target),
         "name": target.name, "size": target.stat().st_size, "note": note}))
-    return SHARED.format(path=rel), False
+    return channel.lang.fill("share.shared", path=rel), False

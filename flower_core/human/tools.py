@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import create_sdk_mcp_server, tool
 
+from flower_core.lang import Catalogue, catalogue
+
 from . import texts
 from .mail import Mail
 from .share import SHARE_DESCRIPTION, SHARE_SCHEMA, share
@@ -47,13 +49,15 @@ def _content(text: str, *, is_error: bool = False) -> dict[str, Any]:
     return out
 
 
-def inbox_reply(taken: list[Mail]) -> str:
-    """What the inbox tool answers: the delivered mail in order, or a one-line note when empty."""
+def inbox_reply(taken: list[Mail], lang: Catalogue | None = None) -> str:
+    """What the inbox tool answers: the delivered mail in order, or a one-line note when empty (in ``lang``,
+    the seed's by default)."""
+    said = catalogue(lang)
     if not taken:
-        return texts.INBOX_EMPTY
+        return said["inbox.empty"]
     body = "\n".join(f"[{m.id}] {m.text}" for m in taken)
-    tail = "\n\n" + texts.INBOX_AMENDED if any(m.amended for m in taken) else ""
-    return f"{texts.INBOX_HEADER}\n\n{body}{tail}"
+    tail = "\n\n" + said["inbox.amended"] if any(m.amended for m in taken) else ""
+    return f"{said['inbox.header']}\n\n{body}{tail}"
 
 
 def build_server(channel: HumanChannel) -> Any:
@@ -66,7 +70,7 @@ def build_server(channel: HumanChannel) -> Any:
 
     @tool("inbox", INBOX_DESCRIPTION, INBOX_SCHEMA)
     async def inbox(args: dict[str, Any]) -> dict[str, Any]:
-        return _content(inbox_reply(channel.take_mail()))
+        return _content(inbox_reply(channel.take_mail(), channel.lang))
 
     @tool("share", SHARE_DESCRIPTION, SHARE_SCHEMA)
     async def share_file(args: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from flower_core.events import Event
 from flower_core.runtime.attempt import RECENT_CALLS, Outcome, StopSignal
 from flower_core.runtime.document import HandoffDoc, degraded
-from flower_core.runtime.handoff import WRITE_PROMPT, write_handoff
+from flower_core.runtime.handoff import HANDOFF_ARCHIVE, HANDOFF_PREFIX, WRITE_PROMPT, write_handoff
 from flower_core.runtime.results import StepResult
 
 if TYPE_CHECKING:
@@ -189,7 +189,9 @@ def _land(workbench: Any, step: str, doc: HandoffDoc, used: int, window: int, se
         return None  # no workbench: the document reaches the successor through its prompt only
     meta = f"context {used:,}/{window:,} · retired session {session_id}"
     try:
-        return write_handoff(Path(notes), step, doc.to_markdown(meta=meta))
+        return write_handoff(Path(notes), step, doc.to_markdown(meta=meta),
+                             prefix=getattr(workbench, "handoff_prefix", HANDOFF_PREFIX),
+                             archive_name=getattr(workbench, "handoff_archive", HANDOFF_ARCHIVE))
     except OSError as exc:
         result.errors.append(f"handoff document not written to disk: {exc}")
         return None

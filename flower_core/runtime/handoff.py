@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from flower_core.lang import catalogue
+
 STANDARD_WINDOW = 200_000
 LARGE_WINDOW = 1_000_000
 # "claude-x[1m]", "claude-x-1m", "1M": a standalone 1m token marks the long-context variant.
@@ -286,7 +288,9 @@ def brake_message(generations: int, at: int, window: int) -> str:
 
 
 _UNSAFE = re.compile(r"[\\/:*?\"<>|\x00-\x1f]+")
-HANDOFF_PREFIX = "交接-"
+# The seed's names (交接-<step>.md under notes/, older ones in notes/archive/交接/); a workbench carries its language's.
+HANDOFF_PREFIX = catalogue()["note.handoff_prefix"]
+HANDOFF_ARCHIVE = catalogue()["note.handoff_archive"]
 
 
 def safe_name(step: str) -> str:
@@ -295,16 +299,18 @@ def safe_name(step: str) -> str:
     return cleaned[:120] or "step"
 
 
-def handoff_path(notes: Path, step: str) -> Path:
-    return notes / f"{HANDOFF_PREFIX}{safe_name(step)}.md"
+def handoff_path(notes: Path, step: str, prefix: str = HANDOFF_PREFIX) -> Path:
+    return notes / f"{prefix}{safe_name(step)}.md"
 
 
-def write_handoff(notes: Path, step: str, markdown: str) -> Path:
-    """Write the document to ``<notes>/交接-<step>.md``; an older one moves to ``notes/archive/交接/``."""
-    path = handoff_path(notes, step)
+def write_handoff(notes: Path, step: str, markdown: str, *, prefix: str = HANDOFF_PREFIX,
+                  archive_name: str = HANDOFF_ARCHIVE) -> Path:
+    """Write the document to ``<notes>/<prefix><step>.md``; an older one moves to ``notes/archive/<archive_name>/``.
+    The names default to the seed's (交接-, 交接); a workbench carries its language's (workbench.py)."""
+    path = handoff_path(notes, step, prefix)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
-        archive = notes / "archive" / "交接"
+        archive = notes / "archive" / archive_name
         archive.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         target = archive / f"{safe_name(step)}-{stamp}.md"

@@ -25,7 +25,6 @@ from typing import Any
 
 from flower_core.human.approval import (
     ALLOW_ONCE,
-    CANCELLED,
     KIND,
     Decision,
     bounded_input,
@@ -33,6 +32,7 @@ from flower_core.human.approval import (
     run_option,
     summary,
 )
+from flower_core.lang import catalogue
 from flower_core.runtime.parked import ParkRecord, ParkRecords
 from flower_core.runtime.permission import gate_of
 
@@ -113,8 +113,9 @@ async def settle(record: ParkRecord, ask: Any, channel: Any, records: ParkRecord
     """Apply a parked approval's outcome to the session. Returns the note the CLI continues with, whether
     it can continue the turn, and the line for the prompt when it cannot."""
     gate = gate_of(channel)
-    d = (gate.settle_parked(ask, record.tool, record.input, channel.timeout_text) if gate is not None
-         else Decision(False, CANCELLED.format(tool=record.tool), "cancelled", ask.id))
+    lang = getattr(channel, "lang", None)  # the channel's language (flower_core/lang/); the seed's without one
+    d = (gate.settle_parked(ask, record.tool, record.input, channel.timeout_text, lang) if gate is not None
+         else Decision(False, catalogue(lang).fill("approval.cancelled", tool=record.tool), "cancelled", ask.id))
     line = UNANSWERED.format(tool=record.tool, call=summary(record.tool, record.input)[:200],
                              outcome=ALLOWED_AGAIN if d.allow else d.message)
     if gate is None or not d.allow:

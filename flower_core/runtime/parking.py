@@ -412,7 +412,7 @@ class Parking:
         if mail:
             from flower_core.human.tools import inbox_reply  # the SDK-bound tools module, only when needed
 
-            note = f"{note}\n\n{inbox_reply(mail)}"
+            note = f"{note}\n\n{inbox_reply(mail, getattr(channel, 'lang', None))}"
         if not answered:
             note = f"{note}\n\n{line}"
         return note, answered

@@ -58,4 +58,4 @@ def with_kept_mail(prompt: str, channel: Any) -> str:
         return prompt
     from flower_core.human.tools import inbox_reply  # the SDK-bound tools module, only when needed
 
-    return f"{prompt}\n\n{inbox_reply(mail)}"
+    return f"{prompt}\n\n{inbox_reply(mail, getattr(channel, 'lang', None))}"

@@ -46,6 +46,16 @@ def test_flags_beat_environment_beat_file_beat_defaults(tmp_path: Path) -> None:
     assert both.max_asks is None and both.budget_usd is None and both.flow == "starter"
 
 
+def test_the_language_comes_from_the_flag_the_environment_or_the_file(tmp_path: Path) -> None:
+    from bots.bot import hub_settings
+
+    assert config([]).language == "en"  # the bot speaks English to the model unless told otherwise
+    assert config([], {}, '[bot]\nlanguage = "zh"\n', tmp_path).language == "zh"
+    assert config([], {"FLOWER_LANG": "zh"}, '[bot]\nlanguage = "en"\n', tmp_path).language == "zh"
+    cfg = config(["--lang", "en"], {"FLOWER_LANG": "zh"}, None, tmp_path)
+    assert cfg.language == "en" and hub_settings(cfg).language == "en"
+
+
 def test_channels_become_policies_and_workspaces(tmp_path: Path) -> None:
     toml = ('[channels."slack:C1"]\nworkspace = "proj"\nstarters = ["U1"]\nadmins = ["U9"]\n'
             '[channels."discord:42"]\nresponders = ["role:7"]\n')
@@ -66,6 +76,8 @@ def test_channels_become_policies_and_workspaces(tmp_path: Path) -> None:
     ([], "[surfaces]\nweb = 'yes'\n", "[surfaces].web must be true or false"),
     ([], "[bot\n", "not valid TOML"),
     (["--budget", "-1"], None, "budget_usd must be at least 0"),
+    ([], '[bot]\nlanguage = "fr"\n', "language must be one of en, zh, got 'fr'"),
+    (["--lang", "klingon"], None, "language must be one of en, zh"),
 ])
 def test_bad_configuration_names_the_problem(tmp_path: Path, argv: list[str], toml: str | None, says: str) -> None:
     with pytest.raises(ConfigError) as err:

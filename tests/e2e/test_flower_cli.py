@@ -81,7 +81,7 @@ def test_demo_answer_by_number_inbox_line_and_oracle(tmp_path: Path) -> None:
     work, delivered, agent = (out.index(s) for s in ("=== work (3/3) ===", "  + delivered: please sign it",
                                                        "  [Agent] count words"))
     assert work < delivered < agent  # the work step's inbox check took the line
-    brief = (ws / ".flower" / "notes" / "需求.md").read_text(encoding="utf-8")
+    brief = (ws / ".flower" / "notes" / "brief.md").read_text(encoding="utf-8")
     assert "A note that greets with Olá." in brief  # the model read the option the digit picked
     assert "please sign it" in brief  # the inbox line was appended to the brief
     assert [row["step"] for row in manifest(ws)][:3] == ["clarify", "goal", "work"]
@@ -180,7 +180,7 @@ async def test_go_unattended_against_an_endpoint_from_the_environment(tmp_path: 
     for heading in ("=== clarify (1/3) ===", "=== goal (2/3) ===", "=== work (3/3) ==="):
         assert heading in text
     assert "+ finished" in text and "offline demo" not in text
-    assert (ws / ".flower" / "notes" / "需求.md").is_file() and (ws / "notes.md").is_file()
+    assert (ws / ".flower" / "notes" / "brief.md").is_file() and (ws / "notes.md").is_file()
     assert [r["step"] for r in manifest(ws)][:3] == ["clarify", "goal", "work"]
 
 
@@ -318,3 +318,13 @@ def test_go_takes_the_originals_flags() -> None:
     assert with_default_command(["go", "run"], p) == ["go", "run"]
     once = p.parse_args(["once", "hi", "--resume", "abc", "--fork"])
     assert (once.resume, once.fork) == ("abc", True)
+
+
+def test_an_unknown_language_is_one_usage_line_before_anything_runs(tmp_path: Path) -> None:
+    env = {**clean_env(tmp_path), "ANTHROPIC_API_KEY": "sk-test"}
+    for argv, extra in ((["--lang", "fr", "x"], {}), (["demo"], {"FLOWER_LANG": "tlh"})):
+        done = subprocess.run([sys.executable, "-m", "bots.flower_cli", *argv, "-w", str(tmp_path / "ws")],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT, env={**env, **extra})
+        assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, done.stderr
+        assert "--lang (or FLOWER_LANG) must be one of en, zh" in done.stderr
+        assert not (tmp_path / "ws").exists()
