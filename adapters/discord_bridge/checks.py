@@ -48,7 +48,8 @@ def option_problem(command: Any, data: Any) -> str | None:
     for option in options:
         if not isinstance(option, dict) or not isinstance(option.get("name"), str):
             return "an option has no name"
-        param = command.get_parameter(option["name"])
+        # Payloads name an option as Discord shows it (a renamed parameter's display name, not its Python name).
+        param = next((p for p in command.parameters if p.display_name == option["name"]), None)
         if param is None:
             return f"`{option['name'][:40]}` is not one of its options"
         want = _fits(param.type, option.get("value"))

@@ -10,7 +10,7 @@ told, in this order:
 the card                                     problem      the line for the person who clicked
 ===========================================  ===========  =================================================
 not known to the run                         UNKNOWN      I don't know that question.
-answered or declined by someone              SETTLED      … already settled (answered by Bea[ on Slack]).
+answered or declined by someone              SETTLED      … already settled (answered by Bea)[ on Slack].
 closed by a restart: not asked again         SETTLED      … asked before the bot restarted, and the run …
 otherwise closed, or open, and the run ended ENDED        This run has ended (stopped); its questions …
 otherwise closed (timed out, over budget…)   SETTLED      … already settled (timeout).
@@ -106,7 +106,7 @@ class CardBook:
         if rec.state != "asked" and rec.by:
             place = f" on {rec.place}" if rec.place else ""
             return CardCheck(None, CardProblem.SETTLED,
-                             f"That question is already settled ({rec.state} by {self.who(rec.by)}{place}).")
+                             f"That question is already settled ({rec.state} by {self.who(rec.by)}){place}.")
         if rec.state != "asked" and rec.left_behind:
             return CardCheck(None, CardProblem.SETTLED, "That question was asked before the bot restarted, and the "
                              "run went on without asking it again.")

@@ -22,7 +22,7 @@ from tests.support.hub_support import hub_of
 
 THREAD = ThreadRef("memory", "C1", "t1")
 RUN = "r0000001"
-ANSWERED = "That question is already settled (answered by alice on Slack)."
+ANSWERED = "That question is already settled (answered by alice) on Slack."
 LEFT_BEHIND = "That question was asked before the bot restarted, and the run went on without asking it again."
 TIMED_OUT = "That question is already settled (timeout)."
 ENDED = "This run has ended (stopped); its questions are closed."
