@@ -203,9 +203,13 @@ class Attempt:
                 if isinstance(msg, ResultMessage):
                     return
         finally:
-            if nxt is not None and not nxt.done():
-                nxt.cancel()
-                await asyncio.gather(nxt, return_exceptions=True)
+            if nxt is not None:
+                # Retrieved whatever becomes of it: a CLI ended by a stop or a shutdown fails this read, and that
+                # is this attempt's outcome already, not "Task exception was never retrieved" in the log.
+                nxt.add_done_callback(_retrieve)
+                if not nxt.done():
+                    nxt.cancel()
+                    await asyncio.gather(nxt, return_exceptions=True)
 
     def _next_timeout(self) -> float | None:
         if not self._first:
@@ -268,3 +272,8 @@ class Attempt:
             out.error = f"{out.error} ({out.synthetic[-1]})"
         out.overflow = out.terminal_reason == "prompt_too_long" or (
             not out.ok and is_overflow(out.error, *out.synthetic))
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
