@@ -8,7 +8,6 @@ model double this test runs (it outlives the workers)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +16,10 @@ import pytest
 
 from tests.conftest import scenario_of
 from tests.support.fleet_support import Api, Fleet
-from tests.support.redis_support import RedisServer
 
 pytestmark = pytest.mark.slow
 
 COMMAND = "echo ran >> effect.txt; echo out=42"
-
-
-@pytest.fixture
-async def fleet(tmp_path: Path, redis_server: RedisServer) -> AsyncIterator[Fleet]:
-    f = Fleet(tmp_path, redis_server.url)
-    try:
-        yield f
-    finally:
-        await f.stop()
 
 
 def approvals_asked(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -8,8 +8,6 @@ the worker says after the restart (read from the events stream) is numbered abov
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -17,18 +15,8 @@ import pytest
 
 from tests.e2e.test_events_restart import increasing
 from tests.support.fleet_support import Api, Fleet
-from tests.support.redis_support import RedisServer
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-async def fleet(tmp_path: Path, redis_server: RedisServer) -> AsyncIterator[Fleet]:
-    f = Fleet(tmp_path, redis_server.url)
-    try:
-        yield f
-    finally:
-        await f.stop()
 
 
 async def restart_front(fleet: Fleet) -> None:

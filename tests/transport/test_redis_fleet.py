@@ -5,7 +5,6 @@ person acts; what the model received shows in what it says next ("Got <answer>")
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -15,15 +14,6 @@ from tests.support.fleet_support import Api, Fleet
 from tests.support.redis_support import RedisServer
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-async def fleet(tmp_path: Path, redis_server: RedisServer) -> AsyncIterator[Fleet]:
-    f = Fleet(tmp_path, redis_server.url)
-    try:
-        yield f
-    finally:
-        await f.stop()
 
 
 @pytest.fixture
