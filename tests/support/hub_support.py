@@ -161,3 +161,21 @@ TWO_QUESTIONS_SCENARIO = 'name = "two-questions"' + FIRST_QUESTION + """
 say = "Got {last_tool_result}. One more."
 call = [{ tool = "mcp__human__ask", input = { question = "Dark or light?", options = ["dark", "light"] } }]
 """
+
+
+async def single_flow_on_the_web(md: Any, cli_home: Path, tmp_path: Path) -> tuple[Any, Hub]:
+    """A started web front end (port 0) on a hub running the bot's single flow against the double `md`, its
+    status card edited on events only; the caller closes the hub, then stops the front end."""
+    from adapters.state import MemoryStateStore
+    from adapters.web import WebFrontend
+    from bots.flows import single_flow
+
+    home = tmp_path / "home"  # the Bash tool sources the user's shell config: give it an empty HOME
+    home.mkdir()
+    front = WebFrontend(port=0, say=lambda s: None)
+    hub = hub_of({"web": front.surface}, MemoryStateStore(), root=tmp_path / "runs",
+                 env={**md.env(cli_home), "HOME": str(home)}, factory=single_flow,
+                 view=ViewConfig(status_every_s=0.5, prose_linger_s=0.0))
+    front.attach(hub)
+    await front.start()
+    return front, hub

@@ -14,13 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from adapters.state import MemoryStateStore
-from adapters.view import ViewConfig
-from adapters.web import WebFrontend
-from bots.flows import single_flow
 from tests.conftest import scenario_of
 from tests.platforms.web.test_web_browser import Page, browser
-from tests.support.hub_support import ask_call, hub_of
+from tests.support.hub_support import ask_call, single_flow_on_the_web
 
 __all__ = ["browser"]
 
@@ -91,15 +87,8 @@ async def test_the_page_fits_a_phone_and_a_desktop_and_elapsed_counts(
                                                           "안녕하세요, as long as it takes"])]},
         {"say": "Running it.", "call": [{"tool": "Bash", "input": {"command": LONG}}]},
         {"say": "Done."}]}))
-    home = tmp_path / "home"  # the Bash tool sources the user's shell config: give it an empty HOME
-    home.mkdir()
-    store = MemoryStateStore()
-    front = WebFrontend(port=0, say=lambda s: None)
     # The card is edited on events only (no timer on the server): Elapsed must count on the page.
-    hub = hub_of({"web": front.surface}, store, root=tmp_path / "runs", env={**md.env(cli_home), "HOME": str(home)},
-                 factory=single_flow, view=ViewConfig(status_every_s=0.5, prose_linger_s=0.0))
-    front.attach(hub)
-    await front.start()
+    front, hub = await single_flow_on_the_web(md, cli_home, tmp_path)
     try:
         page = browser
         await page.open(front.url)
@@ -109,7 +98,7 @@ async def test_the_page_fits_a_phone_and_a_desktop_and_elapsed_counts(
         await page.click("#start")
         await page.until("document.querySelector('li.msg.ask[data-state=open] button[data-verb=ans]')")
         [run] = list(hub.live)
-        thread = str(store.get_run(run).thread)  # type: ignore[union-attr]
+        thread = str(hub.store.get_run(run).thread)  # type: ignore[union-attr]
 
         for width, height in SIZES:
             await check_layout(page, width, height, "question", tmp_path)

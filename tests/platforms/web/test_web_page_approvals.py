@@ -6,13 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adapters.state import MemoryStateStore
-from adapters.view import ViewConfig
-from adapters.web import WebFrontend
-from bots.flows import single_flow
 from tests.conftest import scenario_of
 from tests.platforms.web.test_web_browser import Page, browser
-from tests.support.hub_support import hub_of
+from tests.support.hub_support import single_flow_on_the_web
 
 __all__ = ["browser"]
 
@@ -24,14 +20,7 @@ async def test_ask_before_shell_commands_makes_the_bash_call_wait_for_a_click(
     md = await double_factory(scenario_of({"name": "main", "turn": [
         {"say": "Running.", "call": [{"tool": "Bash", "input": {"command": EFFECT}}]},
         {"say": "Saw: {last_tool_result}"}]}))
-    home = tmp_path / "home"  # the Bash tool sources the user's shell config: give it an empty HOME
-    home.mkdir()
-    store = MemoryStateStore()
-    front = WebFrontend(port=0, say=lambda s: None)
-    hub = hub_of({"web": front.surface}, store, root=tmp_path / "runs", env={**md.env(cli_home), "HOME": str(home)},
-                 factory=single_flow, view=ViewConfig(status_every_s=0.5, prose_linger_s=0.0))
-    front.attach(hub)
-    await front.start()
+    front, hub = await single_flow_on_the_web(md, cli_home, tmp_path)
     try:
         page = browser
         await page.open(front.url)
@@ -42,7 +31,7 @@ async def test_ask_before_shell_commands_makes_the_bash_call_wait_for_a_click(
                                  " return c && c.textContent.includes('wants to run Bash') && c.textContent; })()")
         assert EFFECT in title
         [run] = list(hub.live)
-        record = store.get_run(run)
+        record = hub.store.get_run(run)
         assert record is not None and not (Path(record.workspace) / "effect.txt").exists()
         await page.click("li.msg.ask[data-state=open] button[data-verb=ans]")  # the first: Allow once
         live = await hub.wait(run)
