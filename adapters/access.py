@@ -8,11 +8,15 @@ entry may name a group a platform reported for the user (e.g. a Discord role, "r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from adapters.people import People
 from adapters.state.base import ChannelPolicy, RunRecord, StateStore
 
-__all__ = ["Access", "ChannelPolicy", "Decision"]
+__all__ = ["Access", "ChannelPolicy", "Decision", "Permission", "RunPermission"]
+
+RunPermission = Literal["answer", "send", "stop"]
+Permission = Literal["start"] | RunPermission
 
 _OPEN = ChannelPolicy()
 
@@ -77,3 +81,8 @@ class Access:
         if self._member(user, self.policy(self.channel_of(run)).admins):
             return Decision(True, "you are an admin of this channel")
         return Decision(False, "only the person who started this run or a channel admin may stop it")
+
+    def decide(self, permission: RunPermission, run: RunRecord, user: str) -> Decision:
+        """One of the three run permissions, by name (the door's table: adapters/hub/intents.py)."""
+        checks = {"answer": self.can_answer, "send": self.can_send, "stop": self.can_stop}
+        return checks[permission](run, user)

@@ -1,13 +1,13 @@
 """One versioned codec for the ids carried by interactive components (buttons, modals).
 
-Format: ``fl1:<verb>:<run_id>:<ask_id>[:<option>]`` — at most 100 characters (Discord's custom_id
-limit; Slack's action_id allows 255). Ask ids restart per run, so the run id is always part of it;
+Format: ``fl1:<verb>:<run_id>:<card_id>[:<option>]`` — at most 100 characters (Discord's custom_id
+limit; Slack's action_id allows 255). Card ids restart per run, so the run id is always part of it;
 options travel by index, never by label text, so a relabelled button still answers the same way.
 
 Verbs (the whole set; anything else is rejected on decode):
 
 ====  ==================================  =========  ======
-verb  meaning                             ask_id     option
+verb  meaning                             card_id    option
 ====  ==================================  =========  ======
 ans   answer an ask with option #option   required   required
 txt   answer an ask with free text        required   —
@@ -20,7 +20,7 @@ fil   post the run's changed files         —          —
 ====  ==================================  =========  ======
 
 Fields may not contain ":" or whitespace. ``ID_PATTERN`` is a regex usable as a discord.py
-``DynamicItem`` template (it is matched with fullmatch); its groups are verb, run_id, ask_id, option.
+``DynamicItem`` template (it is matched with fullmatch); its groups are verb, run_id, card_id, option.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = ["ID_PATTERN", "MAX_LEN", "VERBS", "VERSION", "ActionId", "IdError", "
 
 VERSION = "fl1"
 MAX_LEN = ID_MAX  # 100: Discord's custom_id, the strictest platform (adapters.platform.limits)
-# verb -> (ask_id required, option required)
+# verb -> (card_id required, option required)
 VERBS: dict[str, tuple[bool, bool]] = {
     "ans": (True, True),
     "txt": (True, False),
@@ -48,7 +48,7 @@ VERBS: dict[str, tuple[bool, bool]] = {
 
 _FIELD = r"[^:\s]"
 ID_PATTERN = (
-    rf"{VERSION}:(?P<verb>{'|'.join(VERBS)}):(?P<run_id>{_FIELD}+):(?P<ask_id>{_FIELD}*)"
+    rf"{VERSION}:(?P<verb>{'|'.join(VERBS)}):(?P<run_id>{_FIELD}+):(?P<card_id>{_FIELD}*)"
     r"(?::(?P<option>0|[1-9][0-9]*))?"
 )
 _FIELD_RE = re.compile(rf"{_FIELD}*")
@@ -63,26 +63,26 @@ class IdError(ValueError):
 class ActionId:
     verb: str
     run_id: str
-    ask_id: str = ""
+    card_id: str = ""
     option: int | None = None
 
     def encode(self) -> str:
-        return encode(self.verb, self.run_id, self.ask_id, self.option)
+        return encode(self.verb, self.run_id, self.card_id, self.option)
 
 
-def _check(verb: str, run_id: str, ask_id: str, option: int | None) -> None:
+def _check(verb: str, run_id: str, card_id: str, option: int | None) -> None:
     if verb not in VERBS:
         raise IdError(f"unknown verb {verb!r}; known: {', '.join(VERBS)}")
-    need_ask, need_option = VERBS[verb]
+    need_card, need_option = VERBS[verb]
     if not run_id:
         raise IdError("run_id must be non-empty")
-    for name, value in (("run_id", run_id), ("ask_id", ask_id)):
+    for name, value in (("run_id", run_id), ("card_id", card_id)):
         if not _FIELD_RE.fullmatch(value):
             raise IdError(f"{name} {value!r} contains ':' or whitespace")
-    if need_ask and not ask_id:
-        raise IdError(f"verb {verb!r} needs an ask_id")
-    if not need_ask and ask_id:
-        raise IdError(f"verb {verb!r} takes no ask_id, got {ask_id!r}")
+    if need_card and not card_id:
+        raise IdError(f"verb {verb!r} needs a card_id")
+    if not need_card and card_id:
+        raise IdError(f"verb {verb!r} takes no card_id, got {card_id!r}")
     if need_option and option is None:
         raise IdError(f"verb {verb!r} needs an option index")
     if not need_option and option is not None:
@@ -91,14 +91,14 @@ def _check(verb: str, run_id: str, ask_id: str, option: int | None) -> None:
         raise IdError(f"option must be a non-negative int, got {option!r}")
 
 
-def encode(verb: str, run_id: str, ask_id: str = "", option: int | None = None) -> str:
+def encode(verb: str, run_id: str, card_id: str = "", option: int | None = None) -> str:
     """Build an interactive id; raises IdError if a field is invalid or the result exceeds MAX_LEN."""
-    _check(verb, run_id, ask_id, option)
-    s = f"{VERSION}:{verb}:{run_id}:{ask_id}"
+    _check(verb, run_id, card_id, option)
+    s = f"{VERSION}:{verb}:{run_id}:{card_id}"
     if option is not None:
         s += f":{option}"
     if len(s) > MAX_LEN:
-        raise IdError(f"id is {len(s)} chars, over the {MAX_LEN}-char limit (shorten run_id/ask_id): {s[:40]}...")
+        raise IdError(f"id is {len(s)} chars, over the {MAX_LEN}-char limit (shorten run_id/card_id): {s[:40]}...")
     return s
 
 
@@ -113,11 +113,11 @@ def decode(s: str) -> ActionId:
         raise IdError(f"unknown id version {parts[0]!r} (this codec reads {VERSION!r}): {s!r}")
     if len(parts) not in (4, 5):
         raise IdError(f"id has {len(parts)} ':'-separated fields, want 4 or 5: {s!r}")
-    verb, run_id, ask_id = parts[1], parts[2], parts[3]
+    verb, run_id, card_id = parts[1], parts[2], parts[3]
     option: int | None = None
     if len(parts) == 5:
         if not _OPTION_RE.fullmatch(parts[4]):
             raise IdError(f"option {parts[4]!r} is not a non-negative decimal index: {s!r}")
         option = int(parts[4])
-    _check(verb, run_id, ask_id, option)
-    return ActionId(verb, run_id, ask_id, option)
+    _check(verb, run_id, card_id, option)
+    return ActionId(verb, run_id, card_id, option)

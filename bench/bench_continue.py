@@ -33,6 +33,7 @@ from adapters.view import ViewConfig
 from bench.redis_fleet import load, ms, pct
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from flower_core.devmodel import ModelDouble, parse_scenario
+from tests.support.drive import drive
 
 SCENARIO = parse_scenario({"name": "bench-continue", "conversation": [{"name": "main", "turn": [
     {"say": "Round one."},
@@ -69,19 +70,19 @@ async def _one(hub: Hub, md: ModelDouble, i: int) -> tuple[float, float]:
     thread = ThreadRef("memory", "C1", f"t{i}")
     seen = len(md.model_requests())
     t0 = time.perf_counter()
-    started = await hub.start(f"bench run {i}", thread, USER)
+    started = await drive(hub).start(f"bench run {i}", thread, USER)
     if not started.ok:
         raise RuntimeError(started.message)
     fresh = await _until("the run's first request", lambda: _first_after(md, seen)) - t0
-    await asyncio.wait_for(hub.wait(started.run_id), WAIT_S)
+    await asyncio.wait_for(hub.query.wait(started.run_id), WAIT_S)
 
     seen = len(md.model_requests())
     t0 = time.perf_counter()
-    went = await hub.said(thread, USER, f"and then step {i}")
+    went = await drive(hub).said(thread, USER, f"and then step {i}")
     if went is None or not went.ok:
         raise RuntimeError(f"not continued: {went}")
     again = await _until("round 2's first request", lambda: _first_after(md, seen)) - t0
-    await asyncio.wait_for(hub.wait(started.run_id), WAIT_S)
+    await asyncio.wait_for(hub.query.wait(started.run_id), WAIT_S)
     request = md.model_requests()[seen]
     if "Round one." not in str(request.body.get("messages")):
         raise RuntimeError("round 2's request did not carry round 1's conversation")

@@ -41,6 +41,7 @@ from bench.bench_hub import Mix, SimLoop, _SimSelector, stream
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
 from tests.support.discord_double import TOKEN, DiscordDouble
+from tests.support.drive import drive
 
 FAST = dataclasses.replace(DISCORD, post_per_s=1000.0, post_burst=1000, update_per_min=60000.0, update_burst=1000)
 VIEW = ViewConfig(status_every_s=0.5, prose_linger_s=0.0)
@@ -92,13 +93,13 @@ async def bare(n: int, tmp: Path) -> Trips:
         def on_call(call: SurfaceCall) -> None:  # a person answers the moment the card is shown
             if call.op == "post" and call.msg is not None and call.msg.kind == "ask" and call.msg.buttons:
                 t = asyncio.get_running_loop().create_task(
-                    hub.handle_action(call.msg.buttons[0].action_id, "ana", delivery_id=call.message_id))
+                    drive(hub).handle_action(call.msg.buttons[0].action_id, "ana", delivery_id=call.message_id))
                 tasks.add(t)
                 t.add_done_callback(tasks.discard)
 
         surface.on_call = on_call
-        run = await hub.start("go", ThreadRef("memory", "C1", "t1"), "ana")
-        await hub.wait(run.run_id)
+        run = await drive(hub).start("go", ThreadRef("memory", "C1", "t1"), "ana")
+        await hub.query.wait(run.run_id)
         return _trips(md, n, marks)
 
 
@@ -131,7 +132,7 @@ async def through_discord(n: int, tmp: Path) -> Trips:
         try:
             started = await d.slash(ana, "run", task="go")
             await d.until(lambda _: any("Started run" in t for t in started.texts()))
-            await hub.wait(next(iter(hub.live)))
+            await hub.query.wait(next(iter(hub.live)))
         finally:
             await hub.close()
             await bridge.stop()

@@ -5,7 +5,7 @@ question waits with its CLI up) on a real redis-server (127.0.0.1, append-only, 
 front is this process (Hub + RedisTransport, memory surface). K times: start a run, wait for its
 question card and until the session transcript in Redis holds the question (what the successor
 resumes from), then SIGKILL the holder's process group (the worker and its CLI) and measure
-  (a) kill -> the front sees the takeover (`hub.holder(run)` names the other worker);
+  (a) kill -> the front sees the takeover (`hub.query.holder(run)` names the other worker);
   (b) kill -> the question is open again on the successor's card (`open_card(card)` on the new LiveRun).
 Then answer it (the run ends) and start a fresh worker in place of the killed one. Printed:
 p50/p95/max of (a) and (b), and the worker -> front message latency over all these real runs.
@@ -79,12 +79,12 @@ class Failover:
         run = await self.front.start(f"pick a style ({token})")
         card = await self.front.until("the question card", lambda: self.front.open_card(run), timeout=120)
         first = hub.live[run]
-        holder = hub.holder(run)
+        holder = hub.query.holder(run)
         await transcript_holds(self.store, (token, QUESTION))
         victim = self.workers.procs.pop(holder)
         t0 = time.perf_counter()
         victim.kill()
-        took_over = await moment(lambda: hub.holder(run) not in ("", holder), t0)
+        took_over = await moment(lambda: hub.query.holder(run) not in ("", holder), t0)
         reopened = await moment(lambda: (live := hub.live.get(run)) is not None and live is not first
                                 and live.view.open_card(card) is not None, t0)
         self.dead.append(victim)

@@ -50,6 +50,7 @@ from adapters.view import ViewConfig
 from bench.bench_parking import PARK_AFTER_S, SCENARIO, _factory, _fds, _tree_rss_kb
 from bench.procfs import rss_kb
 from flower_core.devmodel import ModelDouble
+from tests.support.drive import drive
 
 TARGET_MB = 0.2
 CHANNELS = 50  # the copies' threads spread over this many channels
@@ -177,7 +178,7 @@ async def make_template(tmp: Path, md: ModelDouble, cli: Path) -> Template:
     store = SQLiteStateStore(tmp / "state.db")
     hub = _hub(tmp / "runs", store, md, cli)
     try:
-        started = await hub.start("pick a colour", ThreadRef("memory", "C0", "template"), "bench")
+        started = await drive(hub).start("pick a colour", ThreadRef("memory", "C0", "template"), "bench")
         run_id = started.run_id or ""
         if not started.ok or not await _until(lambda: run_id in hub.parked(), 120):
             raise RuntimeError(f"the template run did not park within 120 s: {started.message}")
@@ -229,10 +230,10 @@ async def verify(tmp: Path, md: ModelDouble, t: Template, cli: Path) -> tuple[ob
         if stale or died or md.requests or want[:2] != ("parked", True) or any(g != want for g in got.values()):
             raise AssertionError(f"copies not restored like the original {want}: {got}; died {died}; "
                                  f"{len(md.requests)} model requests; files naming the original {stale}")
-        done = await hub.answer(ids[0], "1-q1", "copy-answer", "bench")
+        done = await drive(hub).answer(ids[0], "1-q1", "copy-answer", "bench")
         assert done.ok, done.message
         await md.wait_for(lambda reqs: any(r.last_tool_result == "copy-answer" for r in reqs), 120)
-        await asyncio.wait_for(hub.wait(ids[0]), 120)
+        await asyncio.wait_for(hub.query.wait(ids[0]), 120)
         status = sorted(str(r.status) for r in store.list_runs())
     finally:
         await _close(hub, store)

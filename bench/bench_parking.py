@@ -38,6 +38,7 @@ from adapters.view import ViewConfig
 from bench.procfs import rss_kb
 from flower_core import AgentSpec, Event, HumanChannel, Step, Workflow
 from flower_core.devmodel import ModelDouble, parse_scenario
+from tests.support.drive import drive
 
 MACHINE_GB = 24
 CONCURRENT = 4  # runs starting at once (CLIs alive at once while they start, ask and park)
@@ -112,7 +113,7 @@ class Bench:
             self.parked_now.clear()
             while len(self.hub.running()) < CONCURRENT and len(self.hub.live) < target:
                 self.n += 1
-                started = await self.hub.start(f"run {self.n}", ThreadRef("memory", f"C{self.n % 50}",
+                started = await drive(self.hub).start(f"run {self.n}", ThreadRef("memory", f"C{self.n % 50}",
                                                                           f"t{self.n}"), "bench")
                 if not started.ok:
                     raise RuntimeError(started.message)
@@ -125,12 +126,12 @@ class Bench:
         """Answer a parked run; seconds until the model receives the answer as its tool result."""
         self.md.requests.clear()
         t0 = time.perf_counter()
-        done = await self.hub.answer(run_id, "1-q1", token, "bench")
+        done = await drive(self.hub).answer(run_id, "1-q1", token, "bench")
         if not done.ok:
             raise RuntimeError(done.message)
         await self.md.wait_for(lambda reqs: any(r.last_tool_result == token for r in reqs), 120)
         got = next(r for r in self.md.requests if r.last_tool_result == token)
-        await self.hub.wait(run_id)
+        await self.hub.query.wait(run_id)
         return got.received_at - t0
 
 
@@ -144,7 +145,7 @@ async def live(tmp: Path, md: ModelDouble, k: int) -> tuple[list[float], list[fl
             md.requests.clear()
             b.asked_now.clear()
             t0 = time.perf_counter()
-            started = await b.hub.start(f"live {i}", ThreadRef("memory", "CLIVE", f"l{i}"), "bench")
+            started = await drive(b.hub).start(f"live {i}", ThreadRef("memory", "CLIVE", f"l{i}"), "bench")
             if not started.ok or started.run_id is None:
                 raise RuntimeError(started.message)
             await md.wait_for(lambda reqs: bool(reqs), 120)

@@ -54,6 +54,7 @@ from adapters.transport.engine import EngineKit
 from adapters.view import ViewConfig
 from flower_core import AgentSpec, Event, HumanChannel, Runtime, Step, Workflow
 from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
+from tests.support.drive import drive
 from tests.support.slack_double import APP_TOKEN, BOT_TOKEN, Msg, SlackDouble
 
 C1 = "C0000001"
@@ -124,13 +125,13 @@ async def memory(md: ModelDouble, n: int, tmp: Path) -> list[tuple[float, float]
     surface.on_call = on_call
     hub = Hub(surface, MemoryStateStore(), HubSettings(root=tmp / "runs", view=VIEW),
               kit=EngineKit(factory=_factory, env=md.env(tmp / "cfg")))
-    run = (await hub.start("ask away", ThreadRef("memory", C1, "t1"), "UALICE")).run_id
+    run = (await drive(hub).start("ask away", ThreadRef("memory", C1, "t1"), "UALICE")).run_id
     answered: dict[int, float] = {}
     for _ in range(n):
         k, action = await asyncio.wait_for(cards.get(), 60)
         answered[k] = time.perf_counter()
-        await hub.handle_action(action, "UALICE", delivery_id=f"d{k}")
-    await hub.wait(run)
+        await drive(hub).handle_action(action, "UALICE", delivery_id=f"d{k}")
+    await hub.query.wait(run)
     return _legs(md, shown, answered, n)
 
 
@@ -198,7 +199,7 @@ async def slack(md: ModelDouble, n: int, tmp: Path, double: SlackDouble,
     try:
         await double.slash("/flower", "ask away please", user="UALICE", channel=C1)
         root = (await double.wait_for(lambda d: d.roots(C1), 60))[-1].ts
-        run = hub.runs()[0].run_id
+        run = hub.query.runs()[0].run_id
         for k in range(1, n + 1):
             def open_card(d: SlackDouble, k: int = k) -> Msg | None:
                 return d.find(C1, root, lambda m: f"Question {k}?" in m.body() and bool(m.buttons()))
@@ -215,7 +216,7 @@ async def slack(md: ModelDouble, n: int, tmp: Path, double: SlackDouble,
 
             await double.wait_for(handled, 60)
             own["click"].append(entered[k - 1] - answered[k])
-        await hub.wait(run)
+        await hub.query.wait(run)
     finally:
         await hub.close()
         await frontend.stop()

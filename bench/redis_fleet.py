@@ -28,6 +28,7 @@ from adapters.surface import ThreadRef
 from adapters.transport.redis_front import RedisTransport
 from adapters.view import ViewConfig
 from flower_core import Event
+from tests.support.drive import drive
 from tests.support.fleet_support import ROOT, fleet_env
 
 QUESTION = "Tabs or spaces?"
@@ -187,7 +188,7 @@ class Front:
     async def start(self, task: str) -> str:
         self.started += 1
         thread = ThreadRef("memory", f"C{self.started % 50}", f"t{self.started}")
-        result = await self.hub.start(task, thread, USER)
+        result = await drive(self.hub).start(task, thread, USER)
         if not result.ok:
             raise RuntimeError(result.message)
         return result.run_id
@@ -220,10 +221,10 @@ class Front:
         return cards[0].card_id if cards else ""
 
     async def answer_and_end(self, run_id: str, card_id: str, text: str = "tabs", timeout: float = 120.0) -> None:
-        result = await self.hub.answer(run_id, card_id, text, USER)
+        result = await drive(self.hub).answer(run_id, card_id, text, USER)
         if not result.ok:
             raise RuntimeError(f"answer refused: {result.message}")
-        await asyncio.wait_for(self.hub.wait(run_id), timeout)
+        await asyncio.wait_for(self.hub.query.wait(run_id), timeout)
 
     async def close(self) -> None:
         await self.hub.close()

@@ -216,7 +216,7 @@ async def _unknown() -> str:
 
 
 def _runs_stopping(hub: Hub) -> str:
-    runs = [r.run_id for r in hub.runs()]
+    runs = [r.run_id for r in hub.query.runs()]
     return f"stopping runs {', '.join(runs)}" if runs else "closing the run transport"
 
 

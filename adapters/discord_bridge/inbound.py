@@ -69,7 +69,7 @@ class Actions:
             if action.verb in ("txt", "int", "orc"):
                 result = await self.ctx.hub.handle_action(action_id, user, delivery_id=delivery, where=where)
                 if result.needs_input:
-                    key = action.ask_id.split("-", 1)[-1]
+                    key = action.card_id.split("-", 1)[-1]
                     await interaction.response.send_modal(WordsModal(
                         verb=action.verb, run_id=action.run_id, key=key, prompt=result.needs_input, fresh=self.fresh,
                         on_submit=lambda ix, text: self.on_words_form(ix, action_id, text)))

@@ -1,14 +1,39 @@
-"""The chat hub: one platform-neutral bridge from runs to threads (see hub.py)."""
+"""The chat hub: one platform-neutral bridge from runs to threads (see hub.py).
+
+Platforms import from here only: the Hub's door (`submit`), the intents it takes, what it answers.
+"""
 
 from adapters.hub.cards import CardProblem, OpenCard
 from adapters.hub.files import Attached, Incoming, SavedFile, human_size, inside, workspace_files
 from adapters.hub.hub import PLATFORM_FACADE, Hub
+from adapters.hub.intents import (
+    Answer,
+    Approve,
+    Attach,
+    Click,
+    Continue,
+    Decline,
+    Follow,
+    Intent,
+    Interrupt,
+    Oracle,
+    Resume,
+    Said,
+    Send,
+    ShowFiles,
+    Start,
+    Stop,
+    Unfollow,
+    Wake,
+)
 from adapters.hub.pipe import RunPipe
-from adapters.hub.results import IntentResult
+from adapters.hub.results import Form, IntentResult
 from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
 from adapters.hub.settings import HubSettings, UploadLimits
 from adapters.hub.workspace import Bookkeeping
 
-__all__ = ["PLATFORM_FACADE", "Attached", "Bookkeeping", "CardProblem", "Hub", "HubSettings", "Incoming",
-           "IntentResult", "LiveRun", "OpenCard", "RunFactory", "RunOptions", "RunPipe", "RunPlan", "SavedFile",
-           "UploadLimits", "default_factory", "human_size", "inside", "workspace_files"]
+__all__ = ["PLATFORM_FACADE", "Answer", "Approve", "Attach", "Attached", "Bookkeeping", "CardProblem", "Click",
+           "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings", "Incoming", "Intent", "IntentResult",
+           "Interrupt", "LiveRun", "OpenCard", "Oracle", "Resume", "RunFactory", "RunOptions", "RunPipe", "RunPlan",
+           "Said", "SavedFile", "Send", "ShowFiles", "Start", "Stop", "Unfollow", "UploadLimits", "Wake",
+           "default_factory", "human_size", "inside", "workspace_files"]

@@ -20,18 +20,16 @@ import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from adapters.hub.results import IntentResult
+from adapters.access import Access
+from adapters.hub.outboxes import Outboxes
+from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.workspace import INBOX, Bookkeeping, inside, workspace_files
 from adapters.ids import encode
 from adapters.platform.messages import Button, FileRef, OutMessage
 from adapters.state import RunRecord
 from adapters.surface import ThreadRef
 from adapters.view.shares import human_size
-
-if TYPE_CHECKING:
-    from adapters.hub.hub import Hub
 
 __all__ = ["Changes", "changed", "post_files", "with_changes"]
 
@@ -111,19 +109,18 @@ def with_changes(msgs: list[OutMessage], changes: Changes, run_id: str) -> list[
     button = Button("Files", encode("fil", run_id))
     return [dataclasses.replace(m, text=f"{m.text}\n\n{text}", buttons=[*m.buttons, button])
             if m.kind == "summary" else m for m in msgs]
-
-
-async def post_files(hub: Hub, record: RunRecord, user: str, where: ThreadRef | None) -> IntentResult:
+async def post_files(record: RunRecord, user: str, where: ThreadRef | None, *, access: Access, refuse: Refuse,
+                     outboxes: Outboxes) -> IntentResult:
     """The Files button: the run's changed files into the thread the click came from."""
     run_id, thread = record.run_id, where or record.thread
-    decision = hub.may(user, "answer", run_id=run_id)
+    decision = access.can_answer(record, user)
     if not decision:
-        return await hub.refuse(thread, user, f"You cannot see run {run_id}'s files: {decision.reason}.", run_id)
+        return await refuse(thread, user, f"You cannot see run {run_id}'s files: {decision.reason}.", run_id)
     workspace = Path(record.workspace)
     rule = Bookkeeping.of(workspace, record.run_dir)
     changes = await changed(workspace, record.created_at, rule)
     if not changes.paths:
-        return await hub.refuse(thread, user, f"Run {run_id} changed no files in its workspace.", run_id)
+        return await refuse(thread, user, f"Run {run_id} changed no files in its workspace.", run_id)
     msgs: list[OutMessage] = []
     left: list[str] = []
     for rel in changes.paths:
@@ -145,5 +142,5 @@ async def post_files(hub: Hub, record: RunRecord, user: str, where: ThreadRef | 
     if left:
         msgs.append(OutMessage(f"files:{run_id}:left", "notice", "Not uploaded: " + "; ".join(left[:30]),
                                replace=False))
-    await hub.outboxes.say(thread, msgs)
+    await outboxes.say(thread, msgs)
     return IntentResult(True, f"Posted {len(msgs) - (1 if left else 0)} file(s) of run {run_id}.", run_id)

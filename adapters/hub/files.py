@@ -8,35 +8,28 @@
         ├─ save: <workspace>/inbox/<safe name>, written to a temporary file, fsync'd, linked in under
         │        a free name (a suffix on collision), the directory fsync'd — before anyone hears "ok"
         └─ one mail: "📎 ana attached inbox/error.log (12.4 KB, text/plain)" per file + the words,
-           through `Hub.send` (a live run: receipts as for any mail) or `Hub.continue_run` (an ended
-           run: the files go with the words that start its next round). A refused mail removes the
+           submitted as `Send` (a live run: receipts as for any mail) or `Continue` (an ended run: the
+           files go with the words that start its next round). A refused mail removes the
            files it named, so a refusal never leaves anything behind.
 
+FileIntake (the intent's handler) is in intake.py; this module holds the values and the pure rules.
 The page's "which files does this run have" and "give me that one" are answered by workspace.py.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import unicodedata
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from adapters.hub.book import has_ended
 from adapters.hub.results import IntentResult
 from adapters.hub.settings import UploadLimits
 from adapters.hub.workspace import INBOX, inside, workspace_files
-from adapters.state import RunRecord
-from adapters.surface import ThreadRef
 from adapters.view.shares import human_size
-
-if TYPE_CHECKING:
-    from adapters.hub.hub import Hub
 
 __all__ = ["INBOX", "Attached", "Incoming", "SavedFile", "UploadLimits", "UploadRefused", "human_size", "inside",
            "safe_name", "workspace_files"]
@@ -203,47 +196,3 @@ def remove(workspace: Path, saved: Sequence[SavedFile]) -> None:
     for s in saved:
         with contextlib.suppress(OSError):
             (workspace / s.path).unlink()
-
-
-# ---- the intent --------------------------------------------------------------------------------------
-class FileIntake:
-    """`Hub.attach`'s work once the hub has checked who may write to the run."""
-
-    def __init__(self, limits: UploadLimits, per_channel: Mapping[str, UploadLimits]) -> None:
-        self.limits, self.per_channel = limits, dict(per_channel)
-        self._locks: dict[str, asyncio.Lock] = {}  # one upload at a time per run: the run's limit holds
-
-    def limits_for(self, record: RunRecord, where: ThreadRef | None) -> UploadLimits:
-        for thread in (where, record.thread):
-            if thread is not None and (found := self.per_channel.get(f"{thread.platform}:{thread.channel}")):
-                return found
-        return self.limits
-
-    async def attach(self, hub: Hub, record: RunRecord, files: Sequence[Incoming], text: str, user: str, *,
-                     origin: str, where: ThreadRef | None) -> Attached:
-        run_id, here = record.run_id, where or record.thread
-        live, ended = hub.is_live(run_id), has_ended(record)
-        if not live and not ended:
-            return Attached.of(await hub.refuse(here, user, f"Run {run_id} is asleep ({record.status}); wake it "
-                                                "first, then attach the files again.", run_id))
-        workspace = Path(record.workspace)
-        lock = self._locks.setdefault(run_id, asyncio.Lock())
-        async with lock:
-            try:
-                check(files, self.limits_for(record, where), await asyncio.to_thread(inbox_used, workspace))
-                saved = await asyncio.to_thread(save, workspace, files)
-            except UploadRefused as exc:
-                return Attached.of(await hub.refuse(here, user, f"Not attached: {exc}.", run_id),
-                                   problem="too_large" if exc.too_large else "bad_file")
-            except OSError as exc:
-                return Attached.of(await hub.refuse(here, user, f"Not attached: the run's workspace cannot take "
-                                                    f"files ({exc.strerror or exc}).", run_id))
-        mail = mail_text(saved, hub.view_config.who(user), text)
-        if live:
-            result = await hub.send(run_id, mail, user, origin=origin, where=where)
-        else:
-            result = await hub.continue_run(run_id, mail, user, where=where)
-        if not result.ok:  # the hub refused and said why; the files go with the refusal
-            await asyncio.to_thread(remove, workspace, saved)
-            return Attached.of(result)
-        return Attached.of(result, saved)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ from adapters.hub.cards import CardBook
 from adapters.hub.fanout import ALL, Target
 from adapters.hub.outboxes import Outboxes
 from adapters.hub.places import Places
-from adapters.hub.results import IntentResult
+from adapters.hub.results import IntentResult, Refuse
 from adapters.state import Mirror, RunRecord, StateStore
 from adapters.surface import OutMessage, SurfaceError, ThreadRef
 from adapters.view import asks as _asks
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 AutoMirror = Callable[[RunRecord], ThreadRef | None]
-Refuse = Callable[[ThreadRef, str, str, str], Awaitable[IntentResult]]  # (thread, user, reason, run_id)
 
 
 class Mirrors:
@@ -77,8 +76,21 @@ class Mirrors:
                 if m.scope == ALL and self.places.has(m.thread.platform)]
 
     # ---- intents ---------------------------------------------------------------------------------
+    def followable(self, run_id: str, user: str) -> IntentResult:
+        """Whether `user` may follow the run now (seeing a run takes what answering it takes, and it must be
+        live). Nothing is said to anyone."""
+        record = self.store.get_run(run_id)
+        if record is None:
+            return IntentResult(False, f"No run {run_id}.", run_id)
+        decision = self.access.can_answer(record, user)
+        if not decision:
+            return IntentResult(False, f"You cannot follow run {run_id}: {decision.reason}.", run_id)
+        if not self.book.is_live(run_id):
+            return IntentResult(False, f"Run {run_id} is not running ({record.status}).", run_id)
+        return IntentResult(True, "", run_id)
+
     async def follow(self, record: RunRecord, thread: ThreadRef, user: str) -> IntentResult:
-        """`record`: a run `user` may act on (the hub checked)."""
+        """`record`: a run `user` may act on (`followable` said so)."""
         run_id = record.run_id
         if not self.places.has(thread.platform):
             return IntentResult(False, f"No surface for platform {thread.platform!r}.", run_id)

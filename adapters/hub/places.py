@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
+from adapters.hub.results import IntentResult
 from adapters.platform import as_platform, provides
 from adapters.surface import Surface, SurfaceError, ThreadRef
 
@@ -53,3 +54,8 @@ class Places:
             await surface.notify(thread, user, text)
         except SurfaceError as exc:
             log.warning("could not notify %s in %s: %r", user, thread, exc)
+
+    async def refuse(self, thread: ThreadRef, user: str, reason: str, run_id: str = "") -> IntentResult:
+        """Tell the actor alone why not (`tell`); nothing else changes. The refusal, marked as told."""
+        await self.tell(thread, user, reason)
+        return IntentResult(False, reason, run_id, told=True)

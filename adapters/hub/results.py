@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from adapters.platform.messages import ThreadRef
+
+
+@dataclass(frozen=True)
+class Form:
+    """What a platform opens before an intent can go on: `kind` "words" (one text field) or "stop" (a
+    message and "end the run"), with its title and the prompt above the field."""
+
+    kind: Literal["words", "stop"]
+    title: str
+    prompt: str
 
 
 @dataclass(frozen=True)
 class IntentResult:
     """`message` is fit to show the actor (ephemerally). Refusals are ok=False and changed nothing.
 
-    `needs_input`: the button wants words first (free-text answer, interrupt, oracle question): the
-    platform opens a form with this prompt and calls `handle_action` again with `text=`.
+    `needs_input`: the button wants words first (free-text answer, interrupt, oracle question, the Stop
+    form): the platform opens `form` (this is its prompt) and submits the click again with `text=`.
     `duplicate`: a replayed delivery (ok) — nothing new to say — or a late click on a card that no longer
     takes an answer (not ok): settled, its run ended, left behind by a restart; `message` says which
     (CardBook.check is the one rule).
     `told`: the hub has already told the actor this refusal itself, alone (`Hub.refuse`); platforms show
     nothing more. Every other refusal is for the platform to show, every time (never "said a moment ago").
+    `ignored`: a plain message in a thread that holds no run: not for the hub, the platform ignores it.
     """
 
     ok: bool
@@ -24,6 +40,8 @@ class IntentResult:
     needs_input: str = ""
     duplicate: bool = False
     told: bool = False
+    form: Form | None = None
+    ignored: bool = False
 
     def __bool__(self) -> bool:
         return self.ok
@@ -40,3 +58,7 @@ class IntentResult:
         if self.replayed or self.told or (self.ok and quiet_when_ok):
             return None
         return self.message or None
+
+
+# Tell one person alone why not, changing nothing: (thread, user, reason, run_id) → the refusal, told.
+Refuse = Callable[["ThreadRef", str, str, str], Awaitable[IntentResult]]

@@ -26,7 +26,6 @@ thread, elsewhere, and with words continues it:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,17 +33,13 @@ from adapters.access import Access
 from adapters.hub.admission import Admission
 from adapters.hub.book import RunBook, has_ended
 from adapters.hub.fanout import ALL
+from adapters.hub.intents import Continue, Follow, Send, Submit
 from adapters.hub.launcher import Launcher
-from adapters.hub.results import IntentResult
+from adapters.hub.results import IntentResult, Refuse
 from adapters.state import Mirror, RunRecord, RunStatus, StateStore
 from adapters.surface import ThreadRef
 from adapters.view import ViewConfig
 from adapters.view import fmt as _fmt
-
-Refuse = Callable[[ThreadRef, str, str, str], Awaitable[IntentResult]]  # (thread, user, reason, run_id)
-Follow = Callable[[str, ThreadRef, str], Awaitable[IntentResult]]  # Hub.follow (run_id, thread, user)
-Send = Callable[..., Awaitable[IntentResult]]  # Hub.send (run_id, text, user, where=thread)
-GoOn = Callable[..., Awaitable[IntentResult]]  # Hub.continue_run (run_id, text, user, where=thread)
 
 
 class Rounds:
@@ -96,8 +91,7 @@ class Rounds:
                                 "(`/flower wake`).", run_id)
         return IntentResult(True, "", run_id)
 
-    async def resume(self, run_id: str, thread: ThreadRef, user: str, text: str, *, follow: Follow, send: Send,
-                     go_on: GoOn) -> IntentResult:
+    async def resume(self, run_id: str, thread: ThreadRef, user: str, text: str, *, submit: Submit) -> IntentResult:
         """Show the run in `thread` (a new one, elsewhere) and, with `text`, continue it; see the docstring."""
         may = self.resumable(run_id, user)
         record = self.store.get_run(run_id)
@@ -105,10 +99,10 @@ class Rounds:
             return await self.refuse(thread, user, may.message, run_id)
         words = text.strip()
         if self.book.is_live(run_id):
-            shown = await follow(run_id, thread, user)
+            shown = await submit(Follow(run_id), user, where=thread)
             if not shown.ok or not words:
                 return shown
-            sent = await send(run_id, words, user, where=thread)
+            sent = await submit(Send(run_id, words), user, where=thread)
             return IntentResult(sent.ok, f"{shown.message}\n{sent.message}", run_id)
         if any(m.thread == thread for m in self.store.mirrors_of(run_id)) or thread == record.thread:
             return await self.refuse(thread, user, f"Run {run_id} is already shown here.", run_id)
@@ -116,7 +110,7 @@ class Rounds:
         if not words:
             return IntentResult(True, f"Run {run_id} is shown here. It has ended ({record.status}): a reply in "
                                 f"this thread continues it (round {record.round + 1}).", run_id)
-        went = await go_on(run_id, words, user, where=thread)
+        went = await submit(Continue(run_id, words), user, where=thread)
         if not went.ok:
             self.store.remove_mirror(run_id, thread)  # a refused round leaves nothing behind
         return went

@@ -1,94 +1,113 @@
-"""What a person's input in a thread means, routed to the hub's intents (only its public surface).
+"""Which intent a plain message or a button means: the door's second stage (see door.py).
 
-- `said`: a plain message — an answer when it replies to a card or says `qN: …`, `?…` asks the
-  oracle, anything else is inbox mail (replies.py has the rules), or, when the run has ended, the
-  start of its next round (rounds.py).
-- `handle_action`: a button id from `adapters.ids` — decoded, deduplicated on the platform's delivery
-  id, and routed; buttons that need words first answer with the prompt to ask for them.
+- `said`: a plain message in a thread — an answer when it replies to a card or says `qN: …`, `?…`
+  asks the oracle, anything else is inbox mail (replies.py has the rules), or, when the run has
+  ended, the start of its next round. None when the thread holds no run.
+- `click`: a decoded button id (adapters.ids) — the intent its verb names, or a `Form` when the
+  button wants words first (`FORMS`), or a result to show (an option that no longer exists, a verb
+  this version does not route).
+
+Every verb of `adapters.ids.VERBS` is routed here; a verb added there and forgotten here fails
+tests/hub/test_door.py, not silently.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
 
-from adapters.hub.book import has_ended
-from adapters.hub.changes import post_files
+from adapters.access import RunPermission
+from adapters.hub.book import RunBook, has_ended
+from adapters.hub.cards import CardBook
+from adapters.hub.intents import (
+    Answer,
+    Click,
+    Continue,
+    Decline,
+    Interrupt,
+    Oracle,
+    RunIntent,
+    Said,
+    Send,
+    ShowFiles,
+    Stop,
+    Wake,
+)
 from adapters.hub.replies import parse_reply
-from adapters.hub.results import IntentResult
-from adapters.ids import IdError, decode
+from adapters.hub.results import Form, IntentResult
+from adapters.ids import ActionId
 from adapters.surface import ThreadRef
 
-if TYPE_CHECKING:
-    from adapters.hub.hub import Hub
+__all__ = ["FORMS", "NOT_MINE", "ROUTED_VERBS", "WordsFirst", "click", "said"]
 
-INPUT_PROMPTS = {"txt": "Your answer", "int": "What should the agent hear? (empty: just stop and go on)",
-                 "orc": "Your question about the run (the run is not disturbed)"}
-# What a form's words will need (checked before the form opens, so nobody types into a form for nothing).
-INPUT_NEEDS: dict[str, Literal["answer", "send"]] = {"txt": "answer", "int": "send", "orc": "answer"}
+NOT_MINE = "That button is not one of mine"
 
 
-async def said(hub: Hub, thread: ThreadRef, user: str, text: str, *, origin: str = "",
-               reply_to: str = "") -> IntentResult | None:
-    """A person's plain message in a thread (see replies.py for what it means). `origin` is that
-    message's platform id; `reply_to` the id of the message it replies to, if any. None when the
-    thread holds no run (the platform then ignores the message)."""
-    run_id = hub.run_in(thread)
-    if run_id is None or not text.strip():
+@dataclass(frozen=True)
+class WordsFirst:
+    """A button that wants words before it acts: the form to open, once `permission` allows it."""
+
+    run_id: str
+    permission: RunPermission
+    form: Form
+
+
+# verb → (what the form's words will need, the form). Checked before the form opens, so nobody types
+# into a form for nothing. "stop" only where the platform has a Stop form (Click.stop_form).
+FORMS: dict[str, tuple[RunPermission, Form]] = {
+    "txt": ("answer", Form("words", "Answer", "Your answer")),
+    "int": ("send", Form("words", "Interrupt", "What should the agent hear? (empty: just stop and go on)")),
+    "orc": ("answer", Form("words", "Ask the oracle", "Your question about the run (the run is not disturbed)")),
+    "stop": ("send", Form("stop", "Stop the run", "A message for the agent (optional)")),
+}
+ROUTED_VERBS = frozenset({"ans", "txt", "dec", "stop", "int", "wake", "fil", "orc"})
+
+
+def said(said: Said, thread: ThreadRef, book: RunBook, cards: CardBook) -> RunIntent | None:
+    """What a person's plain message in `thread` means; None when the thread holds no run (or it says nothing)."""
+    run_id = book.run_in(thread)
+    if run_id is None or not said.text.strip():
         return None
-    reply = parse_reply(text)
-    card_id = hub.cards.by_message(run_id, thread, reply_to) if reply_to else None
+    reply = parse_reply(said.text)
+    card_id = cards.by_message(run_id, thread, said.reply_to) if said.reply_to else None
     if card_id is None and reply.kind == "answer":
-        card_id = hub.cards.by_key(run_id, reply.key)
+        card_id = cards.by_key(run_id, reply.key)
     if card_id is not None:
-        return await hub.answer(run_id, card_id, reply.text, user, where=thread)
+        return Answer(run_id, card_id, reply.text)
     if reply.kind == "oracle":
-        return await hub.oracle(run_id, reply.text, user)
-    record = hub.run(run_id)
-    if record is not None and not hub.is_live(run_id) and has_ended(record):  # a thread is a conversation
-        return await hub.continue_run(run_id, text.strip(), user, where=thread)
-    return await hub.send(run_id, text.strip(), user, origin=origin, where=thread)
+        return Oracle(run_id, reply.text)
+    record = book.record(run_id)
+    if record is not None and not book.is_live(run_id) and has_ended(record):  # a thread is a conversation
+        return Continue(run_id, said.text.strip())
+    return Send(run_id, said.text.strip(), origin=said.origin)
 
 
-async def handle_action(hub: Hub, action_id: str, user: str, *, delivery_id: str | None = None,
-                        text: str | None = None, where: ThreadRef | None = None) -> IntentResult:
-    """A button (or a form submitted after one): decode, dedupe, route. `where`: the thread the
-    click came from, when the platform knows it."""
-    try:
-        action = decode(action_id)
-    except IdError as exc:
-        return IntentResult(False, f"That button is not one of mine ({exc}).")
-    if delivery_id and hub.seen(f"delivery:{delivery_id}"):
-        return IntentResult(True, "Already handled.", action.run_id, duplicate=True)
-    verb, run_id, card_id = action.verb, action.run_id, action.ask_id
-    if verb in INPUT_PROMPTS and text is None:
-        record, decision = hub.run(run_id), hub.may(user, INPUT_NEEDS[verb], run_id=run_id)
-        if record is None or not decision:
-            return await hub.refuse(record.thread, user, decision.reason, run_id) if record is not None else \
-                IntentResult(False, decision.reason, run_id)
-        return IntentResult(True, INPUT_PROMPTS[verb], run_id, needs_input=INPUT_PROMPTS[verb])
+def click(action: ActionId, pressed: Click, cards: CardBook) -> RunIntent | WordsFirst | IntentResult:
+    """The intent a decoded button names (`pressed.text`: the words a form asked for, if any)."""
+    verb, run_id, card_id, text = action.verb, action.run_id, action.card_id, pressed.text
+    if verb in FORMS and text is None and (verb != "stop" or pressed.stop_form):
+        permission, form = FORMS[verb]
+        return WordsFirst(run_id, permission, form)
     if verb == "ans":
-        options = hub.cards.options(run_id, card_id)
+        options = cards.options(run_id, card_id)
         if action.option is not None and action.option < len(options):
-            return await hub.answer(run_id, card_id, options[action.option], user, where=where)
-        if not hub.cards.check(run_id, card_id):  # settled, its run ended…: the answer path says which, and to whom
-            return await hub.answer(run_id, card_id, "", user, where=where)
+            return Answer(run_id, card_id, options[action.option])
+        if not cards.check(run_id, card_id):  # settled, its run ended…: the answer path says which, and to whom
+            return Answer(run_id, card_id, "")
         return IntentResult(False, "That option no longer exists.", run_id)
     if verb == "txt":
-        return await hub.answer(run_id, card_id, text or "", user, where=where)
+        return Answer(run_id, card_id, text or "")
     if verb == "dec":
-        return await hub.decline(run_id, card_id, user, text or "", where=where)
+        return Decline(run_id, card_id, text or "")
     if verb == "stop":
-        return await hub.stop(run_id, user)
+        return Stop(run_id)
     if verb == "int":
-        return await hub.interrupt(run_id, text or "", user)
+        return Interrupt(run_id, text or "")
     if verb == "wake":
-        return await hub.wake(run_id, user)
+        return Wake(run_id)
     if verb == "fil":  # the summary's Files button (changes.py)
-        record = hub.run(run_id)
-        return await post_files(hub, record, user, where) if record is not None else \
-            IntentResult(False, f"No run {run_id}.", run_id)
+        return ShowFiles(run_id)
     if verb == "orc":
-        return await hub.oracle(run_id, text or "", user)
+        return Oracle(run_id, text or "")
     # A verb the codec knows but nothing here routes (a newer version's button): say so, change nothing.
     return IntentResult(False, f"I don't know what that button does ({verb!r}); it may be from a newer version "
                         "of the bot.", run_id)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from adapters.hub.admission import Admission
@@ -30,10 +30,9 @@ from adapters.hub.launcher import Launcher
 from adapters.hub.ledger import CardLedger
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.outboxes import Outboxes
-from adapters.hub.results import IntentResult
+from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.runs import LiveRun
-from adapters.state import LIVE_STATUSES, RunRecord, RunStatus, StateStore
-from adapters.surface import ThreadRef
+from adapters.state import LIVE_STATUSES, RunRecord, RunStatus
 from adapters.transport import Transport
 from adapters.transport.intents import Intent, Op, StoreIntentLog
 from adapters.view import AskCard, RunView, ViewConfig
@@ -42,7 +41,6 @@ log = logging.getLogger(__name__)
 
 ASLEEP = frozenset({RunStatus.DIED, RunStatus.PARKED})
 BACK = "🔁 The bot restarted; the run picks up where it was (finished steps are not redone)."
-Refuse = Callable[[ThreadRef, str, str, str], Awaitable[IntentResult]]  # (thread, user, reason, run_id)
 # Runs coming back at once after a restart: each holds its session store and card ledger open until it waits
 # again (about 3 files), so 10,000 parked runs restored all at once would pass the open-file limit.
 COMING_BACK_AT_ONCE = 32
@@ -80,10 +78,10 @@ class Window:
 
 
 class Restarts:
-    def __init__(self, book: RunBook, store: StateStore, launcher: Launcher, admission: Admission,
-                 mirrors: Mirrors, outboxes: Outboxes, transport: Transport, view: ViewConfig, *,
-                 wake_on_start: bool, refuse: Refuse, clock: Callable[[], float]) -> None:
-        self.book, self.store, self.launcher, self.admission = book, store, launcher, admission
+    def __init__(self, book: RunBook, launcher: Launcher, admission: Admission, mirrors: Mirrors,
+                 outboxes: Outboxes, transport: Transport, view: ViewConfig, *, wake_on_start: bool, refuse: Refuse,
+                 clock: Callable[[], float]) -> None:
+        self.book, self.store, self.launcher, self.admission = book, book.store, launcher, admission
         self.mirrors, self.outboxes, self.transport, self.view = mirrors, outboxes, transport, view
         self.wake_on_start, self.refuse, self.clock = wake_on_start, refuse, clock
 

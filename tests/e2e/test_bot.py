@@ -19,6 +19,7 @@ from bots import bot as bot_module
 from bots.bot import build_parser, serve
 from bots.config import BotConfig, ConfigError, load_config
 from bots.platforms import PLATFORMS
+from tests.support.drive import drive
 from tests.support.hub_support import BACK_NOTE, RESTART_SCENARIO, Watch, button, transcript_has
 
 THREAD = ThreadRef("memory", "C1", "t1")
@@ -175,7 +176,7 @@ async def test_serve_a_life_shutdown_and_restart_brings_the_run_back_on_its_old_
 
     task, stop, first = await life()
     assert first.hub is not None
-    run_id = (await first.hub.start("pick indentation", THREAD, "ana")).run_id
+    run_id = (await drive(first.hub).start("pick indentation", THREAD, "ana")).run_id
     card = await watch.card("ask:1-q1")
     await transcript_has(first.hub.live[run_id], "work", "Tabs or spaces?")
     stop.set()  # SIGINT/SIGTERM do exactly this
@@ -187,7 +188,7 @@ async def test_serve_a_life_shutdown_and_restart_brings_the_run_back_on_its_old_
     assert second.hub is not None
     await watch.until(lambda s: any(BACK_NOTE in m.text for m in s.thread(kind="notice")))
     await watch.until(lambda s: KEPT in s.find("ask:1-q1")[-1].msg.text)  # restored on its old card
-    answered = await second.hub.handle_action(button(card, "spaces"), "ana", delivery_id="click-1")
+    answered = await drive(second.hub).handle_action(button(card, "spaces"), "ana", delivery_id="click-1")
     assert answered.ok and answered.message == "Answered: spaces", answered.message
     await watch.until(lambda s: any("Going with spaces." in m.text for m in s.thread(kind="prose")))
     assert not surface.find("ask:2-")  # the model did not have to ask again

@@ -23,6 +23,7 @@ from bots.bot import build_parser, hub_settings
 from bots.config import ConfigError, load_config
 from bots.flows import single_flow
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import QUICK, THREAD, Watch, button, hub_of
 from tests.support.runtime_support import FAST
 
@@ -52,7 +53,7 @@ async def test_allow_once_on_the_card_runs_the_command_once_and_a_late_click_is_
     hub = hub_for(tmp_path, md, cli_home, surface, store,
                   approvals={"ask_tools": ["Bash"], "allow_tools": ["Bash(git status:*)"]})
     try:
-        started = await hub.start("run it", THREAD, "alice")
+        started = await drive(hub).start("run it", THREAD, "alice")
         assert started.ok
         card = await watch.card("ask:1-q1")
         assert card.title == "🔐 The agent wants to run Bash" and EFFECT in card.text
@@ -62,14 +63,14 @@ async def test_allow_once_on_the_card_runs_the_command_once_and_a_late_click_is_
         workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
         assert not (workspace / "effect.txt").exists()
 
-        assert (await hub.handle_action(button(card, "Allow once"), "alice", delivery_id="d1")).ok
-        live = await hub.wait(started.run_id)
+        assert (await drive(hub).handle_action(button(card, "Allow once"), "alice", delivery_id="d1")).ok
+        live = await hub.query.wait(started.run_id)
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         assert (workspace / "effect.txt").read_text() == "ran\n"
         assert md.model_requests()[-1].last_tool_result == "out=42"
         settled = await watch.card("ask:1-q1", open_=False)
         assert settled.title == "✅ Bash allowed once by alice"
-        late = await hub.handle_action(button(card, "Allow Bash for this run"), "bea", delivery_id="d2")
+        late = await drive(hub).handle_action(button(card, "Allow Bash for this run"), "bea", delivery_id="d2")
         assert not late.ok and "already settled" in late.message
         assert (workspace / "effect.txt").read_text() == "ran\n"
     finally:
@@ -83,18 +84,18 @@ async def test_a_runs_own_approve_list_asks_and_a_denial_with_words_reaches_the_
     watch = Watch(surface)
     hub = hub_for(tmp_path, md, cli_home, surface, store)
     try:
-        started = await hub.start("run it", THREAD, "alice", options=RunOptions(approve=("Bash",)))
+        started = await drive(hub).start("run it", THREAD, "alice", options=RunOptions(approve=("Bash",)))
         assert started.ok
         await watch.card("ask:1-q1")
-        assert (await hub.approve(started.run_id, "1-q1", "deny", "alice", "Not here; list the files.")).ok
-        live = await hub.wait(started.run_id)
+        assert (await drive(hub).approve(started.run_id, "1-q1", "deny", "alice", "Not here; list the files.")).ok
+        live = await hub.query.wait(started.run_id)
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
         assert not (workspace / "effect.txt").exists()
         assert md.model_requests()[-1].last_tool_result.endswith("Not here; list the files.")
         settled = await watch.card("ask:1-q1", open_=False)
         assert settled.title == "🚫 Bash denied by alice" and "Reason: Not here; list the files." in settled.text
-        assert (await hub.approve(started.run_id, "1-q1", "once", "bea")).duplicate
+        assert (await drive(hub).approve(started.run_id, "1-q1", "once", "bea")).duplicate
     finally:
         await hub.close()
 
@@ -105,7 +106,7 @@ async def test_a_bad_approve_list_is_refused_before_the_run_starts(double_factor
     surface, store = MemorySurface(), MemoryStateStore()
     hub = hub_for(tmp_path, md, cli_home, surface, store)
     try:
-        result = await hub.start("run it", THREAD, "alice", options=RunOptions(approve=("Bash(",)))
+        result = await drive(hub).start("run it", THREAD, "alice", options=RunOptions(approve=("Bash(",)))
         assert not result.ok and "Bad approval list" in result.message and md.requests == []
     finally:
         await hub.close()
@@ -135,12 +136,12 @@ async def test_words_on_an_approval_card_deny_whatever_they_say(double_factory: 
     watch = Watch(surface)
     hub = hub_for(tmp_path, md, cli_home, surface, store, approvals={"ask_tools": ["Bash"]})
     try:
-        started = await hub.start("run it", THREAD, "alice")
+        started = await drive(hub).start("run it", THREAD, "alice")
         card = await watch.card("ask:1-q1")
         words = next(b for b in card.buttons if b.label == "Deny…")
-        assert (await hub.handle_action(words.action_id, "alice", delivery_id="w1")).needs_input  # a words form
-        assert (await hub.answer(started.run_id, "1-q1", "yes", "alice")).ok  # typed in the Deny… form
-        live = await hub.wait(started.run_id)
+        assert (await drive(hub).handle_action(words.action_id, "alice", delivery_id="w1")).needs_input  # a words form
+        assert (await drive(hub).answer(started.run_id, "1-q1", "yes", "alice")).ok  # typed in the Deny… form
+        live = await hub.query.wait(started.run_id)
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
         assert not (workspace / "effect.txt").exists() and md.model_requests()[-1].last_tool_result.endswith("yes")
@@ -188,7 +189,7 @@ async def test_a_long_edit_comes_with_its_whole_diff_as_a_file_beside_the_card(
     watch = Watch(surface)
     hub = hub_for(tmp_path, md, cli_home, surface, store, approvals={"ask_tools": ["Write"]})
     try:
-        started = await hub.start("rewrite it", THREAD, "alice")
+        started = await drive(hub).start("rewrite it", THREAD, "alice")
         assert started.ok
         workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
         (workspace / "big.txt").write_text(before)  # there before the model's first turn is served
@@ -201,8 +202,8 @@ async def test_a_long_edit_comes_with_its_whole_diff_as_a_file_beside_the_card(
         assert msg.attachment.size == len(whole.encode())
         assert all(f"-line {i}\n" in whole and f"+LINE {i}\n" in whole for i in range(60))  # all of it
         assert (workspace / "big.txt").read_text() == before
-        assert (await hub.handle_action(button(card, "Allow once"), "alice", delivery_id="d1")).ok
-        live = await hub.wait(started.run_id)
+        assert (await drive(hub).handle_action(button(card, "Allow once"), "alice", delivery_id="d1")).ok
+        live = await hub.query.wait(started.run_id)
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         assert (workspace / "big.txt").read_text() == after
     finally:

@@ -16,6 +16,7 @@ from adapters.state import MemoryStateStore
 from adapters.surface import OutMessage
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import QUICK, THREAD, Watch, button, hub_of, make_hub
 from tests.support.runtime_support import FAST
 
@@ -47,14 +48,14 @@ async def test_a_side_question_over_the_cap_pauses_the_run_and_plus_20_resumes_i
     env = {**md.env(cli_home), "ANTHROPIC_MODEL": "claude-sonnet-4-5"}  # every role at Sonnet prices
     hub = hub_of(surface, store, root=tmp_path / "runs", env=env, factory=budget_flow, view=QUICK,
               runtime_options={"resilience": FAST})
-    started = await hub.start("wait for it", THREAD, "alice", options=RunOptions(budget_usd=0.5))
+    started = await drive(hub).start("wait for it", THREAD, "alice", options=RunOptions(budget_usd=0.5))
     assert started.ok
     run = started.run_id
 
     status = await watch.until(lambda s: _status(s, lambda m: "Budget" in fields(m)))
     assert fields(status)["Budget"] == "$0.0000 / $0.5000 (0%)" and status.tone == ""
     await md.wait_for(lambda reqs: any(r.conversation == "main" and r.turn == 1 for r in reqs), timeout=60)
-    assert (await hub.oracle(run, "what is it doing?", "alice")).ok
+    assert (await drive(hub).oracle(run, "what is it doing?", "alice")).ok
 
     card = await watch.card("ask:1-q1")
     assert card.title == "💰 Budget reached" and card.tone == "danger" and card.important
@@ -65,8 +66,8 @@ async def test_a_side_question_over_the_cap_pauses_the_run_and_plus_20_resumes_i
     # The main thread had not finished its long tool call: it was stopped at that boundary, not braked later.
     assert [r.turn for r in md.model_requests("main")] == [0, 1]
 
-    assert (await hub.handle_action(button(card, "+$20 (cap $20.50)"), "alice", delivery_id="b1")).ok
-    live = await hub.wait(run)
+    assert (await drive(hub).handle_action(button(card, "+$20 (cap $20.50)"), "alice", delivery_id="b1")).ok
+    live = await hub.query.wait(run)
     assert live is not None and live.outcome is not None and live.outcome.state == "done"
 
     settled = [p.msg for p in surface.find("ask:1-q1") if not p.msg.buttons][-1]
@@ -90,7 +91,7 @@ async def test_a_budget_of_zero_is_refused_before_the_run_starts(double_factory:
     md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "never"}]}))
     surface, store = MemorySurface(), MemoryStateStore()
     hub = make_hub(tmp_path, md, cli_home, surface, store, factory=default_factory)
-    result = await hub.start("build me a thing", THREAD, "alice", options=RunOptions(budget_usd=0))
+    result = await drive(hub).start("build me a thing", THREAD, "alice", options=RunOptions(budget_usd=0))
     assert not result.ok and "refusing to start" in result.message and "cost cap of $0" in result.message
     assert any("refusing to start" in text for text in surface.notices_for("alice"))
     assert hub.live == {} and md.requests == []

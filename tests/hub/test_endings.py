@@ -23,6 +23,7 @@ from adapters.view import summary as summaries
 from adapters.view.endings import ENDINGS, by_tone, ending_of
 from tests.conftest import scenario_of
 from tests.hub.test_budget_hub import COSTLY, budget_flow
+from tests.support.drive import drive
 from tests.support.hub_support import QUICK, THREAD, Watch, button, hub_of
 from tests.support.runtime_support import FAST
 
@@ -46,11 +47,11 @@ async def test_a_run_its_owner_stops_at_the_cost_cap_ends_out_of_budget(double_f
     hub = hub_of(surface, MemoryStateStore(), root=tmp_path / "runs", env=env, factory=budget_flow, view=QUICK,
                  runtime_options={"resilience": FAST})
     try:
-        run = (await hub.start("spend", THREAD, "alice", options=RunOptions(budget_usd=0.5))).run_id
+        run = (await drive(hub).start("spend", THREAD, "alice", options=RunOptions(budget_usd=0.5))).run_id
         card = await watch.card("ask:1-q1")
         assert card.title == "💰 Budget reached"
-        assert (await hub.handle_action(button(card, "Stop"), "alice", delivery_id="s1")).ok
-        await hub.wait(run)
+        assert (await drive(hub).handle_action(button(card, "Stop"), "alice", delivery_id="s1")).ok
+        await hub.query.wait(run)
         assert hub.store.get_run(run).status == "failed"  # type: ignore[union-attr]  # the run side's word
         summary = surface.thread(kind="summary")[-1]
         assert summary.title == "💰 Stopped at the cost cap" and summary.tone == "warning", summary

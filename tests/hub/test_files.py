@@ -16,6 +16,7 @@ from adapters.hub.files import UploadRefused, safe_name
 from adapters.memory_surface import MemorySurface
 from adapters.state import MemoryStateStore
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import INBOX, THREAD, Watch, ask_call, button, make_hub
 
 
@@ -29,7 +30,7 @@ def inbox_scenario() -> Any:
 
 
 def workspace(hub: Hub, run_id: str) -> Path:
-    record = hub.run(run_id)
+    record = hub.query.run(run_id)
     assert record is not None
     return Path(record.workspace)
 
@@ -44,12 +45,12 @@ async def test_attached_files_reach_the_workspace_and_the_models_inbox_read(doub
     surface = MemorySurface()
     watch = Watch(surface)
     hub = make_hub(tmp_path, md, cli_home, surface, MemoryStateStore())
-    hub.note("U1", "ana")
+    hub.hooks.note("U1", "ana")
     try:
-        run = (await hub.start("look at my log", THREAD, "U1")).run_id
+        run = (await drive(hub).start("look at my log", THREAD, "U1")).run_id
         q1 = await watch.card("ask:1-q1")
         log_bytes = b"Traceback: boom\n" * 800
-        got = await hub.attach(run, [Incoming("error.log", log_bytes, "text/plain"),
+        got = await drive(hub).attach(run, [Incoming("error.log", log_bytes, "text/plain"),
                                      Incoming("error.log", b"second", "text/plain")], "see the trace", "U1",
                                origin="m-1", where=THREAD)
         assert got.ok, got
@@ -60,8 +61,8 @@ async def test_attached_files_reach_the_workspace_and_the_models_inbox_read(doub
         assert (ws / "inbox" / "error-2.log").read_bytes() == b"second"
         assert not [p for p in (ws / "inbox").iterdir() if p.name.startswith(".part-")]
 
-        assert (await hub.handle_action(button(q1, "yes"), "U1", delivery_id="d1")).ok
-        await hub.wait(run)
+        assert (await drive(hub).handle_action(button(q1, "yes"), "U1", delivery_id="d1")).ok
+        await hub.query.wait(run)
         read = md.model_requests("main")[2].last_tool_result
         assert f"📎 ana attached inbox/error.log ({human_size(len(log_bytes))}, text/plain)" in read
         assert "📎 ana attached inbox/error-2.log (6 B, text/plain)" in read and "see the trace" in read
@@ -82,13 +83,13 @@ async def test_files_on_an_ended_run_go_with_its_next_round(double_factory: Any,
     surface = MemorySurface()
     hub = make_hub(tmp_path, md, cli_home, surface, MemoryStateStore())
     try:
-        run = (await hub.start("task", THREAD, "bob")).run_id
-        await hub.wait(run)
-        got = await hub.attach(run, [Incoming("data.csv", b"a,b\n1,2\n", "text/csv")], "use this", "bob")
+        run = (await drive(hub).start("task", THREAD, "bob")).run_id
+        await hub.query.wait(run)
+        got = await drive(hub).attach(run, [Incoming("data.csv", b"a,b\n1,2\n", "text/csv")], "use this", "bob")
         assert got.ok and [f.path for f in got.files] == ["inbox/data.csv"], got
-        record = hub.run(run)
+        record = hub.query.run(run)
         assert record is not None and record.round == 2
-        await hub.wait(run)
+        await hub.query.wait(run)
         last = md.model_requests("main")[-1].last_user_text
         assert last.startswith("📎 bob attached inbox/data.csv (8 B, text/csv)") and last.endswith("use this")
         assert (workspace(hub, run) / "inbox" / "data.csv").read_bytes() == b"a,b\n1,2\n"
@@ -113,11 +114,11 @@ async def test_refusals_save_nothing_and_say_why(double_factory: Any, cli_home: 
     hub = make_hub(tmp_path, md, cli_home, surface, MemoryStateStore(),
                    uploads=UploadLimits(max_file_bytes=2048, max_run_bytes=3000))
     try:
-        run = (await hub.start("task", THREAD, "carol")).run_id
+        run = (await drive(hub).start("task", THREAD, "carol")).run_id
         await watch.card("ask:1-q1")
         ws = workspace(hub, run)
         before = every_file(ws)
-        got = await hub.attach(run, files, "words", "carol")
+        got = await drive(hub).attach(run, files, "words", "carol")
         assert not got.ok and words in got.message and not got.files
         assert got.problem == ("too_large" if "limit" in words or "pass" in words else "bad_file")
         assert surface.notices_for("carol") == [got.message]
@@ -136,11 +137,11 @@ async def test_an_outsider_cannot_attach(double_factory: Any, cli_home: Path, tm
     watch = Watch(surface)
     hub = make_hub(tmp_path, md, cli_home, surface, store)
     try:
-        run = (await hub.start("task", THREAD, "alice")).run_id
+        run = (await drive(hub).start("task", THREAD, "alice")).run_id
         await watch.card("ask:1-q1")
-        got = await hub.attach(run, [Incoming("x.txt", b"x")], "", "mallory")
+        got = await drive(hub).attach(run, [Incoming("x.txt", b"x")], "", "mallory")
         assert not got.ok and not (workspace(hub, run) / "inbox").exists()
-        assert not (await hub.attach("r-nope", [Incoming("x.txt", b"x")], "", "alice")).ok
+        assert not (await drive(hub).attach("r-nope", [Incoming("x.txt", b"x")], "", "alice")).ok
     finally:
         await hub.close()
 

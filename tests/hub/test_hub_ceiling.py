@@ -10,6 +10,7 @@ from adapters.state import MemoryStateStore
 from adapters.surface import ThreadRef
 from bots.bot import build_parser
 from bots.config import load_config
+from tests.support.drive import drive
 from tests.support.hub_support import hub_of
 
 THREAD = ThreadRef("memory", "C1", "t1")
@@ -22,7 +23,7 @@ def hub_with(tmp_path: Path, surface: MemorySurface, **kw: object) -> Hub:
 async def test_a_starter_cannot_ask_for_more_than_the_channel_allows(tmp_path: Path) -> None:
     surface = MemorySurface()
     hub = hub_with(tmp_path, surface)
-    refused = await hub.start("spend big", THREAD, "ana", options=RunOptions(budget_usd=50.0))
+    refused = await drive(hub).start("spend big", THREAD, "ana", options=RunOptions(budget_usd=50.0))
     assert not refused.ok and "caps a run's budget at $20.00" in refused.message
     assert hub.store.list_runs() == [] and not surface.messages  # nothing started, nothing posted
     assert surface.notices_for("ana") == [refused.message]

@@ -12,6 +12,7 @@ from adapters.memory_surface import MemorySurface
 from adapters.state import ChannelPolicy, MemoryStateStore, SQLiteStateStore
 from adapters.surface import ThreadRef
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import BACK_NOTE, INBOX, Watch, ask_call, button, make_hub, transcript_has
 
 HOME = ThreadRef("chat", "C1", "t1")
@@ -51,28 +52,28 @@ async def test_a_run_in_three_places(double_factory: Any, cli_home: Path, tmp_pa
     hub.surfaces.update({"other": other, "web": web})
     hub.mirrors.auto.append(lambda record: web_of(record.run_id))  # what the web front end registers
 
-    run = (await hub.start("colours", HOME, "ana")).run_id
+    run = (await drive(hub).start("colours", HOME, "ana")).run_id
     await watches["web"].until(lambda s: card_in(s, web_of(run), "ask:1-q1") is not None)
     assert card_in(chat, HOME, "ask:1-q1").buttons
 
     # Following needs the right to act on the run; then the status card and open card show at once.
-    assert not (await hub.follow(run, FOLLOW, "mallory")).ok
+    assert not (await drive(hub).follow(run, FOLLOW, "mallory")).ok
     assert store.mirrors_of(run) == [m for m in store.mirrors_of(run) if m.thread == web_of(run)]
-    followed = await hub.follow(run, FOLLOW, "bob")
-    assert followed.ok and not (await hub.follow(run, FOLLOW, "bob")).ok  # already shown there
+    followed = await drive(hub).follow(run, FOLLOW, "bob")
+    assert followed.ok and not (await drive(hub).follow(run, FOLLOW, "bob")).ok  # already shown there
     await watches["other"].until(lambda s: card_in(s, FOLLOW, "ask:1-q1") is not None)
     assert card_in(other, FOLLOW, "status") is not None
 
     # Answered on the web: closed everywhere, naming who and where; a late click elsewhere changes nothing.
     q1_web = card_in(web, web_of(run), "ask:1-q1")
-    done = await hub.handle_action(button(q1_web, "blue"), "ana", delivery_id="w1", where=web_of(run))
+    done = await drive(hub).handle_action(button(q1_web, "blue"), "ana", delivery_id="w1", where=web_of(run))
     assert done.ok
     for name, thread in (("chat", HOME), ("other", FOLLOW), ("web", web_of(run))):
         closed = await watches[name].until(lambda s, t=thread: (c := card_in(s, t, "ask:1-q1")) is not None
                                            and not c.buttons and c)
         assert closed.title == "✅ Answered by ana on web", (name, closed.title)
     # (the same button id sits on the stale card in every place)
-    late = await hub.handle_action(button(q1_web, "red"), "bob", delivery_id="o1", where=FOLLOW)
+    late = await drive(hub).handle_action(button(q1_web, "red"), "bob", delivery_id="o1", where=FOLLOW)
     assert late.duplicate and not late.ok and "answered by ana" in late.message
 
     # The second question waits: the owner gets it as a direct message, whose button answers it.
@@ -82,12 +83,12 @@ async def test_a_run_in_three_places(double_factory: Any, cli_home: Path, tmp_pa
     assert "waiting on this question" in dm_card.text
     assert "waiting on this question" not in card_in(chat, HOME, "ask:1-q2").text  # the note is the DM's own
     assert texts(chat, dm) == [dm_card.text]  # only the card: no prose, no status in the DM
-    assert (await hub.handle_action(button(dm_card, "L"), "ana", delivery_id="dm1", where=dm)).ok
+    assert (await drive(hub).handle_action(button(dm_card, "L"), "ana", delivery_id="dm1", where=dm)).ok
     await watches["other"].until(lambda s: (c := card_in(s, FOLLOW, "ask:1-q2")) is not None and not c.buttons)
 
     # Mail written in the followed thread: its receipt shows there, not in the run's other places.
     q3 = await watches["chat"].until(lambda s: (c := card_in(s, HOME, "ask:1-q3")) is not None and c)
-    mail = await hub.said(FOLLOW, "bob", "also add a legend", origin="msg-77")
+    mail = await drive(hub).said(FOLLOW, "bob", "also add a legend", origin="msg-77")
     assert mail is not None and mail.ok
     receipt = await watches["other"].until(lambda s: next((p.msg for p in s.messages.values()
                                                            if p.thread == FOLLOW and p.msg.kind == "receipt"), None))
@@ -96,7 +97,7 @@ async def test_a_run_in_three_places(double_factory: Any, cli_home: Path, tmp_pa
     # A 429 storm in one place holds back only that place.
     await watches["other"].until(lambda s: card_in(s, FOLLOW, "ask:1-q3") is not None)
     other.storm(1, retry_after=3.0)
-    assert (await hub.handle_action(button(q3, "round"), "bob", delivery_id="c3", where=HOME)).ok
+    assert (await drive(hub).handle_action(button(q3, "round"), "bob", delivery_id="c3", where=HOME)).ok
     await watches["chat"].until(lambda s: any("Shape round." in t for t in texts(s, HOME)))
     assert not any("Shape round." in t for t in texts(other, FOLLOW)) and other.counts["failed"] == 1
     await watches["other"].until(lambda s: any("Shape round." in t for t in texts(s, FOLLOW)))
@@ -104,10 +105,10 @@ async def test_a_run_in_three_places(double_factory: Any, cli_home: Path, tmp_pa
     q4 = await watches["chat"].until(lambda s: (c := card_in(s, HOME, "ask:1-q4")) is not None and c)
     assert "also add a legend" in q4.text or any("also add a legend" in t for t in texts(chat, HOME)
                                                   if t.startswith("Inbox:"))
-    assert (await hub.unfollow(FOLLOW, "bob")).ok
-    assert not (await hub.unfollow(FOLLOW, "bob")).ok
-    assert (await hub.handle_action(button(q4, "yes"), "ana", delivery_id="c4", where=HOME)).ok
-    await hub.wait(run)
+    assert (await drive(hub).unfollow(FOLLOW, "bob")).ok
+    assert not (await drive(hub).unfollow(FOLLOW, "bob")).ok
+    assert (await drive(hub).handle_action(button(q4, "yes"), "ana", delivery_id="c4", where=HOME)).ok
+    await hub.query.wait(run)
     assert any("Stopped following" in t for t in texts(other, FOLLOW))
     assert chat.thread(HOME, kind="summary") and web.thread(web_of(run), kind="summary")
     assert not other.thread(FOLLOW, kind="summary")  # it stopped following before the end
@@ -122,8 +123,8 @@ async def test_mirrors_survive_a_restart(double_factory: Any, cli_home: Path, tm
     store = SQLiteStateStore(tmp_path / "state.db")
     hub = make_hub(tmp_path, md, cli_home, chat, store)
     hub.surfaces["other"] = other
-    run = (await hub.start("keep mirrors", HOME, "ana")).run_id
-    assert (await hub.follow(run, FOLLOW, "ana")).ok
+    run = (await drive(hub).start("keep mirrors", HOME, "ana")).run_id
+    assert (await drive(hub).follow(run, FOLLOW, "ana")).ok
     await watch.until(lambda s: card_in(s, FOLLOW, "ask:1-q1") is not None)
     await transcript_has(hub.live[run], "ask", "Go on?")
     await hub.close()
@@ -134,6 +135,6 @@ async def test_mirrors_survive_a_restart(double_factory: Any, cli_home: Path, tm
     hub.surfaces["other"] = other
     assert await hub.recover() == []
     await watch.until(lambda s: any(BACK_NOTE in t for t in texts(s, FOLLOW)))  # the mirror hears it came back
-    assert hub.run_in(FOLLOW) == run and run in hub.live
+    assert hub.query.run_in(FOLLOW) == run and run in hub.live
     await hub.close()
     store.close()

@@ -26,6 +26,7 @@ from adapters.transport.intents import Intent, Op
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from flower_core.runtime.transcript import CUT_OFF_UNSAFE
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import (
     BACK_NOTE,
     INBOX,
@@ -67,9 +68,9 @@ async def process_a(tmp_path: Path, md: Any, cli_home: Path, surface: MemorySurf
     store = SQLiteStateStore(tmp_path / "state.db")
     store.set_channel_policy("memory:C1", ChannelPolicy(responders={"bob"}))
     hub = make_hub(tmp_path, md, cli_home, surface, store, factory=FACTORY)
-    run = (await hub.start("pick sizes", THREAD, "alice")).run_id
+    run = (await drive(hub).start("pick sizes", THREAD, "alice")).run_id
     q1 = await watch.card("ask:1-q1")
-    assert (await hub.handle_action(button(q1, "blue"), "alice", delivery_id="d-0")).ok
+    assert (await drive(hub).handle_action(button(q1, "blue"), "alice", delivery_id="d-0")).ok
     q2 = await watch.card("ask:1-q2")
     await transcript_has(hub.live[run], "ask", "Which size?")
     if crash:
@@ -130,13 +131,13 @@ async def test_a_restarted_bot_brings_the_run_back_and_its_old_card_answers_it(
     assert any(BACK_NOTE in m.text for m in surface.thread(kind="notice"))
     assert len(md.model_requests()) == asked  # restored from the stored session: no CLI, no model call
 
-    assert (await hub.handle_action(button(q1, "blue"), "alice", delivery_id="d-0")).duplicate  # pre-restart
-    answered = await hub.handle_action(button(q2, "L"), "alice", delivery_id="d-1")
+    assert (await drive(hub).handle_action(button(q1, "blue"), "alice", delivery_id="d-0")).duplicate  # pre-restart
+    answered = await drive(hub).handle_action(button(q2, "L"), "alice", delivery_id="d-1")
     assert answered.ok and answered.message == "Answered: L"
-    assert (await hub.handle_action(button(q2, "L"), "alice", delivery_id="d-1")).duplicate
-    second = await hub.handle_action(button(q2, "S"), "bob", delivery_id="d-2")
+    assert (await drive(hub).handle_action(button(q2, "L"), "alice", delivery_id="d-1")).duplicate
+    second = await drive(hub).handle_action(button(q2, "S"), "bob", delivery_id="d-2")
     assert not second.ok and second.duplicate
-    await hub.wait(run)
+    await hub.query.wait(run)
 
     card = posted(surface, "ask:1-q2").msg
     assert card.title == "✅ Answered by alice" and "Answer: L" in card.text
@@ -157,13 +158,13 @@ async def test_an_answer_accepted_just_before_a_crash_reaches_the_model_once(
     surface = MemorySurface()
     watch = Watch(surface)
     hub_a, run, _, q2 = await process_a(tmp_path, md, cli_home, surface, watch)  # the CLI is already dead
-    answered = await hub_a.handle_action(button(q2, "L"), "alice", delivery_id="d-1")
+    answered = await drive(hub_a).handle_action(button(q2, "L"), "alice", delivery_id="d-1")
     assert answered.ok  # accepted: it is in the intent log, but the CLI that asked will never hear it
     await go_away(hub_a)
 
     hub = process_b(tmp_path, md, cli_home, surface)
     assert await hub.recover() == []
-    await hub.wait(run)  # nobody clicks again: the accepted answer is applied to the restored question
+    await hub.query.wait(run)  # nobody clicks again: the accepted answer is applied to the restored question
     card = posted(surface, "ask:1-q2").msg
     assert card.title == "✅ Answered by alice" and "Answer: L" in card.text
     assert [m.text for m in surface.thread(kind="prose")][-1] == "Size: L"
@@ -181,21 +182,21 @@ async def test_mail_accepted_before_a_crash_is_delivered_once(double_factory: An
     surface = MemorySurface()
     watch = Watch(surface)
     hub_a = make_hub(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"))
-    run = (await hub_a.start("mail", THREAD, "alice")).run_id
+    run = (await drive(hub_a).start("mail", THREAD, "alice")).run_id
     ready = await watch.card("ask:1-q1")
-    assert (await hub_a.send(run, "mail-one: use tabs", "alice")).ok
-    assert (await hub_a.handle_action(button(ready, "go"), "alice", delivery_id="d-0")).ok
+    assert (await drive(hub_a).send(run, "mail-one: use tabs", "alice")).ok
+    assert (await drive(hub_a).handle_action(button(ready, "go"), "alice", delivery_id="d-0")).ok
     await watch.card("ask:1-q2")  # the model has read its inbox (mail-one) and asks again
     await transcript_has(hub_a.live[run], "ask", "Which size?")
     assert kill_cli_children()
-    assert (await hub_a.send(run, "mail-two: and a README", "alice")).ok  # accepted, never read by this process
+    assert (await drive(hub_a).send(run, "mail-two: and a README", "alice")).ok  # accepted, never read by this process
     await go_away(hub_a)
 
     hub = process_b(tmp_path, md, cli_home, surface, factory=one_step_flow())
     assert await hub.recover() == []
     q2 = await watch.until(lambda s: KEPT in posted(s, "ask:1-q2").msg.text and posted(s, "ask:1-q2").msg)
-    assert (await hub.handle_action(button(q2, "L"), "alice", delivery_id="d-1")).ok
-    await hub.wait(run)
+    assert (await drive(hub).handle_action(button(q2, "L"), "alice", delivery_id="d-1")).ok
+    await hub.query.wait(run)
     final = user_side(md.model_requests()[-1])
     assert final.count("mail-one: use tabs") == 1 and final.count("mail-two: and a README") == 1
     assert hub.store.count_unsettled_intents() == 0
@@ -209,7 +210,7 @@ async def test_interrupt_words_accepted_before_a_crash_reach_the_model(double_fa
 
     hub = process_b(tmp_path, md, cli_home, surface)
     assert await hub.recover() == []
-    await hub.wait(run)
+    await hub.query.wait(run)
     final = md.model_requests("ask")[-1]
     assert user_side(final).count("forget the size, use M") == 1
     assert final.last_user_text.startswith("forget the size, use M")
@@ -229,9 +230,9 @@ async def test_a_hold_whose_answer_was_never_logged_does_not_lock_the_card(doubl
     hub = process_b(tmp_path, md=a.md, cli_home=cli_home, surface=a.surface)
     assert await hub.recover() == []
     await a.watch.until(lambda s: KEPT in posted(s, "ask:1-q2").msg.text and posted(s, "ask:1-q2").msg.buttons)
-    answered = await hub.handle_action(button(a.q2, "L"), "alice", delivery_id="d-1")
+    answered = await drive(hub).handle_action(button(a.q2, "L"), "alice", delivery_id="d-1")
     assert answered.ok and answered.message == "Answered: L", answered
-    await hub.wait(a.run)
+    await hub.query.wait(a.run)
     assert [m.text for m in a.surface.thread(kind="prose")][-1] == "Size: L"
     assert hub.store.count_unsettled_intents() == 0
 
@@ -245,7 +246,7 @@ async def test_a_stop_accepted_before_a_crash_ends_the_run_after_the_restart(
 
     hub = process_b(tmp_path, md, cli_home, surface)
     assert await hub.recover() == []
-    await hub.wait(run)
+    await hub.query.wait(run)
     assert len(md.model_requests()) == asked  # nothing ran
     assert hub.store.get_run(run).status == "stopped"  # type: ignore[union-attr]
     assert [m.title for m in surface.thread(kind="summary")][-1].startswith("⏹️ Stopped")
@@ -264,11 +265,11 @@ async def test_with_wake_on_start_off_a_person_wakes_the_run(double_factory: Any
     status = posted(surface, "status").msg
     assert status.title.startswith("💤") and [b.label for b in status.buttons] == ["Wake"]
     assert any("open question can still be answered" in m.text for m in surface.thread(kind="notice"))
-    refused = await hub.handle_action(button(status, "Wake"), "mallory", delivery_id="w-0")
+    refused = await drive(hub).handle_action(button(status, "Wake"), "mallory", delivery_id="w-0")
     assert not refused.ok and run not in hub.live
-    woke = await hub.handle_action(button(q2, "L"), "alice", delivery_id="d-1")  # an answer wakes it
+    woke = await drive(hub).handle_action(button(q2, "L"), "alice", delivery_id="d-1")  # an answer wakes it
     assert woke.ok and "waking up" in woke.message
-    await hub.wait(run)
+    await hub.query.wait(run)
     assert [m.text for m in surface.thread(kind="prose")][-1] == "Size: L"
     assert posted(surface, "ask:1-q2").msg.title == "✅ Answered by alice"
 
@@ -286,10 +287,10 @@ async def test_a_run_that_cannot_come_back_says_why_and_can_be_woken(double_fact
     assert any("the workspace disk is not mounted" in m.text for m in surface.thread(kind="notice"))
     status = posted(surface, "status").msg
     hub.transport.kit.factory = FACTORY  # type: ignore[attr-defined]  # the operator mounts the disk
-    assert (await hub.handle_action(button(status, "Wake"), "alice", delivery_id="w-1")).ok
+    assert (await drive(hub).handle_action(button(status, "Wake"), "alice", delivery_id="w-1")).ok
     await watch.until(lambda s: KEPT in posted(s, "ask:1-q2").msg.text)
-    assert (await hub.handle_action(button(q2, "S"), "bob", delivery_id="d-1")).ok
-    await hub.wait(run)
+    assert (await drive(hub).handle_action(button(q2, "S"), "bob", delivery_id="d-1")).ok
+    await hub.query.wait(run)
     assert [m.text for m in surface.thread(kind="prose")][-1] == "Size: S"
 
 
@@ -329,7 +330,7 @@ async def test_a_shell_command_cut_off_by_a_crash_is_not_run_again_blindly(doubl
         return Workflow([Step("work", spec, f"work: {plan.task}", resume_prompt=RESUME)], channel=ch)
 
     hub_a = make_hub(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"), factory=factory)
-    run = (await hub_a.start("build", THREAD, "alice")).run_id
+    run = (await drive(hub_a).start("build", THREAD, "alice")).run_id
     await transcript_has(hub_a.live[run], "work", "slow_build")
     pids = kill_cli_children()
     kill_tree(pids)
@@ -337,7 +338,7 @@ async def test_a_shell_command_cut_off_by_a_crash_is_not_run_again_blindly(doubl
 
     hub = process_b(tmp_path, md, cli_home, surface, factory=factory)
     assert await hub.recover() == []
-    await hub.wait(run)
+    await hub.query.wait(run)
     assert any("cut off Bash" in m.text and "may not have taken effect" in m.text
                for m in surface.thread(kind="notice"))
     final = md.model_requests()[-1]

@@ -30,7 +30,7 @@ def test_round_trip_and_template(aid: ActionId) -> None:
     assert decode(s) == aid
     m = re.fullmatch(ID_PATTERN, s)  # discord.py DynamicItem matches templates with fullmatch
     assert m is not None
-    assert (m["verb"], m["run_id"], m["ask_id"]) == (aid.verb, aid.run_id, aid.ask_id)
+    assert (m["verb"], m["run_id"], m["card_id"]) == (aid.verb, aid.run_id, aid.card_id)
     assert m["option"] == (None if aid.option is None else str(aid.option))
 
 
@@ -52,8 +52,8 @@ def test_examples() -> None:
     ("fl1:ans:r:q:01", "not a non-negative decimal index"),
     ("fl1:ans:r:q", "needs an option"),
     ("fl1:txt:r::", "not a non-negative decimal index"),
-    ("fl1:txt:r:", "needs an ask_id"),
-    ("fl1:stop:r:q", "takes no ask_id"),
+    ("fl1:txt:r:", "needs a card_id"),
+    ("fl1:stop:r:q", "takes no card_id"),
     ("fl1:dec:r:q:1", "takes no option"),
     ("fl1:ans::q:1", "run_id must be non-empty"),
     ("fl1:ans:r x:q:1", "whitespace"),

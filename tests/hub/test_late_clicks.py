@@ -18,6 +18,7 @@ from adapters.hub.ledger import CardLedger
 from adapters.memory_surface import MemorySurface
 from adapters.state import MemoryStateStore, RunRecord, RunStatus
 from adapters.surface import ThreadRef
+from tests.support.drive import drive
 from tests.support.hub_support import hub_of
 
 THREAD = ThreadRef("memory", "C1", "t1")
@@ -46,7 +47,7 @@ def hub(tmp_path: Path) -> Hub:
 
 
 def lines(hub: Hub) -> dict[str, tuple[CardProblem, str]]:
-    return {card: hub.card_state(RUN, card) for card in ("1-q1", "1-q2", "2-q1", "2-q2", "2-q3", "7-q7")}
+    return {card: hub.query.card_state(RUN, card) for card in ("1-q1", "1-q2", "2-q1", "2-q2", "2-q3", "7-q7")}
 
 
 def test_the_rule_says_why_a_card_takes_no_answer(hub: Hub) -> None:
@@ -74,19 +75,19 @@ async def test_every_late_click_is_told_the_rules_line_by_the_platform_every_tim
               (ids.encode("ans", RUN, "1-q1", 7), ANSWERED),  # an option the card never had: still who answered
               (ids.encode("txt", RUN, "1-q2"), LEFT_BEHIND)]
     for n, (action_id, line) in enumerate(clicks):
-        result = await hub.handle_action(action_id, "bob", delivery_id=f"d{n}", text="words" if "txt" in action_id
-                                         else None)
+        words = "words" if "txt" in action_id else None
+        result = await drive(hub).handle_action(action_id, "bob", delivery_id=f"d{n}", text=words)
         assert (result.ok, result.duplicate, result.told, result.message) == (False, True, False, line), action_id
         assert result.to_show(quiet_when_ok=True) == line  # the platform shows it where the click came from
     assert surface.notices == []  # the hub told nobody itself: one line per click, from the platform
     assert [c.card_id for c in CardLedger(hub.store.get_run(RUN).run_dir).open_cards()] == ["2-q2", "2-q3"]  # type: ignore[union-attr]
-    replay = await hub.handle_action(clicks[0][0], "bob", delivery_id="d0")
+    replay = await drive(hub).handle_action(clicks[0][0], "bob", delivery_id="d0")
     assert replay.replayed and replay.to_show(quiet_when_ok=True) is None  # the same delivery again: said once
 
 
 async def test_a_refusal_the_hub_told_itself_is_not_shown_twice(hub: Hub) -> None:
     hub.store.set_run_status(RUN, RunStatus.STOPPED)
-    result = await hub.handle_action(ids.encode("int", RUN), "bob", delivery_id="d1", text="hey")
+    result = await drive(hub).handle_action(ids.encode("int", RUN), "bob", delivery_id="d1", text="hey")
     surface = hub.surfaces["memory"]
     assert isinstance(surface, MemorySurface)
     assert result.told and not result.ok and surface.notices_for("bob") == [result.message]
@@ -96,7 +97,7 @@ async def test_a_refusal_the_hub_told_itself_is_not_shown_twice(hub: Hub) -> Non
 async def test_a_verb_nothing_routes_is_a_clear_refusal_not_the_oracle(hub: Hub,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(ids.VERBS, "zap", (False, False))  # a newer version's button
-    result = await hub.handle_action(ids.encode("zap", RUN), "alice", delivery_id="d1", text="what is this?")
+    result = await drive(hub).handle_action(ids.encode("zap", RUN), "alice", delivery_id="d1", text="what is this?")
     assert not result.ok and "I don't know what that button does ('zap')" in result.message
     assert result.to_show(quiet_when_ok=True) == result.message
     assert hub.store.count_unsettled_intents() == 0  # nothing reached the run (no oracle question logged)

@@ -18,6 +18,7 @@ from flower_core import Event
 from flower_core.human import TIMEOUT
 from flower_core.runtime.parking import RESUME_NOTE, WITHDRAWN
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import THREAD, Watch, button, make_hub, one_step_flow, posted
 from tests.support.parking_support import INBOX, alive, ask_call, cli_children, last_two
 
@@ -51,17 +52,17 @@ async def test_answer_mail_and_interrupt_on_a_parked_run(double_factory: Any, cl
     watch = Watch(surface)
     hub = make_hub(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"), park_after_s=0.2)
     pids = pids_at_ask(hub)
-    run = (await hub.start("pick things", THREAD, "alice")).run_id
+    run = (await drive(hub).start("pick things", THREAD, "alice")).run_id
     q1 = await watch.card("ask:1-q1")
     await watch.until(parked_card)
     assert pids and not any(alive(p) for p in pids) and cli_children() == []
     assert hub.parked() == [run] and hub.running() == [] and hub.store.get_run(run).status == "parked"  # type: ignore[union-attr]
-    assert "1/10000 parked" in hub.status().message and "No runs going" in hub.status().message
+    assert "1/10000 parked" in hub.query.status().message and "No runs going" in hub.query.status().message
     assert posted(surface, "ask:1-q1").msg.buttons  # the card stays open
 
-    assert (await hub.send(run, "make it round", "alice")).ok  # kept until the run resumes
+    assert (await drive(hub).send(run, "make it round", "alice")).ok  # kept until the run resumes
     asked = len(md.model_requests())
-    assert (await hub.handle_action(button(q1, "blue"), "alice", delivery_id="d1")).ok
+    assert (await drive(hub).handle_action(button(q1, "blue"), "alice", delivery_id="d1")).ok
     await watch.card("ask:1-q2")
     resumed = md.model_requests()[asked]
     call_id = resumed.body["messages"][-2]["content"][-1]["id"]
@@ -71,8 +72,8 @@ async def test_answer_mail_and_interrupt_on_a_parked_run(double_factory: Any, cl
     assert resumed.turn == 1 and resumed.first_user_text.endswith("ask: pick things")  # the same session
 
     await watch.until(parked_card)  # parked again on the second question
-    assert (await hub.interrupt(run, "just use the default size", "alice")).ok
-    await hub.wait(run)
+    assert (await drive(hub).interrupt(run, "just use the default size", "alice")).ok
+    await hub.query.wait(run)
     closed = posted(surface, "ask:1-q2").msg  # withdrawn by the interrupt, as on a live run
     assert closed.title == "✖️ Closed — the run stopped before an answer" and not closed.buttons
     last = last_two(md.model_requests()[-1])[1]["blocks"]
@@ -93,15 +94,15 @@ async def test_timeout_and_stop_settle_a_parked_question(double_factory: Any, cl
     watch = Watch(surface)
     hub = make_hub(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"), park_after_s=0.2,
                    factory=one_step_flow(timeout_s=2.0))
-    run = (await hub.start("pick", THREAD, "alice")).run_id
+    run = (await drive(hub).start("pick", THREAD, "alice")).run_id
     await watch.until(parked_card)
     timed_out = await watch.card("ask:1-q1", open_=False)
     assert timed_out.title.startswith("⌛ No answer in time")
     await watch.card("ask:1-q2")
     assert md.model_requests()[-1].last_tool_result == TIMEOUT
     await watch.until(parked_card)
-    assert (await hub.stop(run, "alice")).ok
-    await hub.wait(run)
+    assert (await drive(hub).stop(run, "alice")).ok
+    await hub.query.wait(run)
     assert posted(surface, "ask:1-q2").msg.title == "✖️ Closed — the run stopped before an answer"
     assert [m.title for m in surface.thread(kind="summary")] == ["⏹️ Stopped by alice"]
     assert hub.store.get_run(run).status == "stopped"  # type: ignore[union-attr]
@@ -118,10 +119,10 @@ async def test_a_parked_run_survives_a_bot_restart(double_factory: Any, cli_home
     watch = Watch(surface)
     store_a = SQLiteStateStore(tmp_path / "state.db")
     hub_a = make_hub(tmp_path, md, cli_home, surface, store_a, park_after_s=0.2)
-    run = (await hub_a.start("pick a colour", THREAD, "alice")).run_id
+    run = (await drive(hub_a).start("pick a colour", THREAD, "alice")).run_id
     q1 = await watch.card("ask:1-q1")
     await watch.until(parked_card)
-    assert (await hub_a.send(run, "and make it round", "alice")).ok
+    assert (await drive(hub_a).send(run, "and make it round", "alice")).ok
     await hub_a.close()
     store_a.close()
     asked = len(md.model_requests())
@@ -135,8 +136,8 @@ async def test_a_parked_run_survives_a_bot_restart(double_factory: Any, cli_home
     assert hub_b.parked() == [run] and cli_children() == [] and len(md.model_requests()) == asked
     assert not surface.find("ask:2-") and not any("restarted and run" in m.text for m in surface.thread(kind="notice"))
 
-    assert (await hub_b.handle_action(button(q1, "red"), "alice", delivery_id="d9")).ok
-    await hub_b.wait(run)
+    assert (await drive(hub_b).handle_action(button(q1, "red"), "alice", delivery_id="d9")).ok
+    await hub_b.query.wait(run)
     resumed = md.model_requests()[asked]
     assert resumed.turn == 1 and resumed.first_user_text.endswith("ask: pick a colour")  # the same session
     blocks = last_two(resumed)[1]["blocks"]
@@ -160,19 +161,19 @@ async def test_max_runs_counts_running_runs_and_max_parked_parked_ones(double_fa
     hub = make_hub(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"), park_after_s=0.2,
                    max_runs=1, max_parked=1)
     t1, t2, t3 = (ThreadRef("memory", "C1", f"t{i}") for i in (1, 2, 3))
-    first = (await hub.start("one", t1, "alice")).run_id
+    first = (await drive(hub).start("one", t1, "alice")).run_id
     await watch.until(lambda s: parked_card(s, t1))
-    second = await hub.start("two", t2, "alice")  # the parked run does not hold the one running slot
+    second = await drive(hub).start("two", t2, "alice")  # the parked run does not hold the one running slot
     assert second.ok
     await watch.until(lambda s: any(p.msg.key == "ask:1-q1" for p in s.find("ask:", t2)))
     assert hub.running() == [second.run_id] and hub.parked() == [first]
     assert len(cli_children()) == 1  # the second run cannot park (max_parked=1): it keeps its CLI
-    refused = await hub.start("three", t3, "alice")
+    refused = await drive(hub).start("three", t3, "alice")
     assert not refused.ok and "1 runs are already going" in refused.message and second.run_id in refused.message
     for run, thread in ((first, t1), (second.run_id, t2)):
         card = next(p.msg for p in surface.find("ask:1-q1", thread))
-        assert (await hub.handle_action(button(card, "red"), "alice", delivery_id=f"d-{run}")).ok
-        await hub.wait(run)
+        assert (await drive(hub).handle_action(button(card, "red"), "alice", delivery_id=f"d-{run}")).ok
+        await hub.query.wait(run)
     assert [m.title for m in surface.thread(kind="summary")] == ["✅ Finished", "✅ Finished"]
 
 
@@ -189,7 +190,7 @@ async def test_parked_runs_come_back_a_few_at_a_time_after_a_restart(double_fact
     store_a = SQLiteStateStore(tmp_path / "state.db")
     hub_a = make_hub(tmp_path, md, cli_home, surface, store_a, park_after_s=0.2)
     threads = [ThreadRef("memory", "C1", f"t{i}") for i in range(3)]
-    runs = [(await hub_a.start(f"run {i}", t, "alice")).run_id for i, t in enumerate(threads)]
+    runs = [(await drive(hub_a).start(f"run {i}", t, "alice")).run_id for i, t in enumerate(threads)]
     for t in threads:
         await watch.until(lambda s, t=t: parked_card(s, t))
     await hub_a.close()
@@ -208,8 +209,8 @@ async def test_parked_runs_come_back_a_few_at_a_time_after_a_restart(double_fact
     assert coming == [0, 0, 0] and sorted(hub_b.parked()) == sorted(runs)
     assert cli_children() == [] and len(md.model_requests()) == asked
     card = next(p.msg for p in surface.find("ask:1-q1", threads[1]))
-    assert (await hub_b.handle_action(button(card, "blue"), "alice", delivery_id="d-w")).ok
-    await hub_b.wait(runs[1])
+    assert (await drive(hub_b).handle_action(button(card, "blue"), "alice", delivery_id="d-w")).ok
+    await hub_b.query.wait(runs[1])
     assert md.model_requests()[-1].last_tool_result == "blue"
     await hub_b.close()
 

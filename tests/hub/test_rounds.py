@@ -19,6 +19,7 @@ from flower_core import AgentSpec, Event, HumanChannel, Step, Workflow
 from flower_core.rounds import ROUND_LABEL
 from tests.conftest import scenario_of
 from tests.support.campaign.tally import session_id
+from tests.support.drive import drive
 from tests.support.hub_support import QUICK, THREAD, Watch, ask_call, button, hub_of, make_hub, posted
 from tests.support.runtime_support import FAST
 
@@ -48,10 +49,10 @@ def hub_on(tmp_path: Path, md: Any, cli_home: Path, surface: MemorySurface, stor
 
 async def round_one(hub: Hub, watch: Watch) -> tuple[str, Any]:
     """Start the run, answer its question, wait for its end; the run and its (now settled) card."""
-    run = (await hub.start("write a tool", THREAD, "alice")).run_id
+    run = (await drive(hub).start("write a tool", THREAD, "alice")).run_id
     q1 = await watch.card("ask:1-q1")
-    assert (await hub.handle_action(button(q1, "tabs"), "alice", delivery_id="d-1")).ok
-    await hub.wait(run)
+    assert (await drive(hub).handle_action(button(q1, "tabs"), "alice", delivery_id="d-1")).ok
+    await hub.query.wait(run)
     assert hub.store.get_run(run).status == "done"  # type: ignore[union-attr]
     return run, q1
 
@@ -67,13 +68,13 @@ async def test_a_thread_message_continues_an_ended_run_in_the_same_session(doubl
     watch = Watch(surface)
     hub = hub_on(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"))
     events: list[tuple[str, Event]] = []
-    hub.tap(lambda run_id, ev: events.append((run_id, ev)))
+    hub.hooks.tap(lambda run_id, ev: events.append((run_id, ev)))
     try:
         run, q1 = await round_one(hub, watch)
         first = md.model_requests()
         before = len(first)
 
-        said = await hub.said(THREAD, "bob", MORE)  # a responder, not the owner
+        said = await drive(hub).said(THREAD, "bob", MORE)  # a responder, not the owner
         assert said is not None and said.ok, said
         record = hub.store.get_run(run)
         assert record is not None and record.round == 2
@@ -81,10 +82,10 @@ async def test_a_thread_message_continues_an_ended_run_in_the_same_session(doubl
         assert q2.text.count("JSON or YAML?") == 1
         status = posted(surface, "status").msg  # one status card, edited in place
         assert "round 2" in status.title and status.buttons
-        old = await hub.handle_action(button(q1, "spaces"), "bob", delivery_id="d-2")
+        old = await drive(hub).handle_action(button(q1, "spaces"), "bob", delivery_id="d-2")
         assert not old.ok and old.duplicate and "settled" in old.message  # a click on an old card
-        assert (await hub.handle_action(button(q2, "json"), "bob", delivery_id="d-3")).ok
-        await hub.wait(run)
+        assert (await drive(hub).handle_action(button(q2, "json"), "bob", delivery_id="d-3")).ok
+        await hub.query.wait(run)
 
         record = hub.store.get_run(run)
         assert record is not None and record.status == "done" and record.round == 2
@@ -112,24 +113,24 @@ async def test_refusals_change_nothing(double_factory: Any, cli_home: Path, tmp_
     watch = Watch(surface)
     hub = hub_on(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"))
     try:
-        run = (await hub.start("write a tool", THREAD, "alice")).run_id
+        run = (await drive(hub).start("write a tool", THREAD, "alice")).run_id
         q1 = await watch.card("ask:1-q1")
-        live = await hub.continue_run(run, MORE, "alice")
+        live = await drive(hub).continue_run(run, MORE, "alice")
         assert not live.ok and "send it a message" in live.message
-        mail = await hub.said(THREAD, "alice", "a word while it works")  # live: inbox mail, as ever
+        mail = await drive(hub).said(THREAD, "alice", "a word while it works")  # live: inbox mail, as ever
         assert mail is not None and mail.ok and mail.message.startswith("Queued")
-        assert (await hub.handle_action(button(q1, "tabs"), "alice", delivery_id="d-1")).ok
-        await hub.wait(run)
+        assert (await drive(hub).handle_action(button(q1, "tabs"), "alice", delivery_id="d-1")).ok
+        await hub.query.wait(run)
         asked, calls = len(md.model_requests()), len(surface.calls)
         before = hub.store.get_run(run)
 
-        unknown = await hub.continue_run("rnothere", MORE, "alice")
+        unknown = await drive(hub).continue_run("rnothere", MORE, "alice")
         assert not unknown.ok and unknown.message == "No run rnothere."
-        stranger = await hub.continue_run(run, MORE, "mallory")
+        stranger = await drive(hub).continue_run(run, MORE, "mallory")
         assert not stranger.ok and surface.notices_for("mallory") == [stranger.message]
-        stranger_says = await hub.said(THREAD, "mallory", MORE)
+        stranger_says = await drive(hub).said(THREAD, "mallory", MORE)
         assert stranger_says is not None and not stranger_says.ok
-        empty = await hub.continue_run(run, "   ", "alice")
+        empty = await drive(hub).continue_run(run, "   ", "alice")
         assert not empty.ok and "what the run should do next" in empty.message
 
         assert hub.store.get_run(run) == before and run not in hub.live  # round, status, times: untouched
@@ -153,11 +154,11 @@ async def test_a_run_continues_after_a_bot_restart_between_rounds(double_factory
     hub = hub_on(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"))  # process B
     try:
         assert await hub.recover() == [] and run not in hub.live  # an ended run is not brought back
-        said = await hub.said(THREAD, "alice", MORE)
+        said = await drive(hub).said(THREAD, "alice", MORE)
         assert said is not None and said.ok, said
         q2 = await watch.card("ask:2-q1")
-        assert (await hub.handle_action(button(q2, "yaml"), "alice", delivery_id="d-9")).ok
-        await hub.wait(run)
+        assert (await drive(hub).handle_action(button(q2, "yaml"), "alice", delivery_id="d-9")).ok
+        await hub.query.wait(run)
         record = hub.store.get_run(run)
         assert record is not None and record.status == "done" and record.round == 2
         later = requests_of(md, MORE)
@@ -181,7 +182,7 @@ async def test_a_run_with_no_session_to_continue_is_refused_as_it_was(double_fac
         before = store.save_run(RunRecord("r0000abc", THREAD, "alice", "a task", "failed", str(tmp_path / "ws"),
                                           str(tmp_path / "rd")))
         store.bind_thread(THREAD, before.run_id)
-        said = await hub.said(THREAD, "alice", MORE)
+        said = await drive(hub).said(THREAD, "alice", MORE)
         assert said is not None and not said.ok and "no step of this run has a session" in said.message
         assert store.get_run(before.run_id) == before and before.run_id not in hub.live
         assert md.model_requests() == [] and surface.notices_for("alice") == [said.message]
@@ -213,16 +214,16 @@ async def test_what_round_one_spent_counts_against_round_twos_cap(double_factory
     hub = hub_of(surface, SQLiteStateStore(tmp_path / "state.db"), root=tmp_path / "runs", env=env, factory=capped,
                  view=QUICK, runtime_options={"resilience": FAST})
     try:
-        run = (await hub.start("spend", THREAD, "alice", options=RunOptions(budget_usd=1.0))).run_id
-        await hub.wait(run)
+        run = (await drive(hub).start("spend", THREAD, "alice", options=RunOptions(budget_usd=1.0))).run_id
+        await hub.query.wait(run)
         one = hub.store.get_run(run)
         assert one is not None and one.status == "done" and one.spent_usd == pytest.approx(0.603, abs=0.01)
 
-        assert (await hub.continue_run(run, "spend some more", "alice")).ok
+        assert (await drive(hub).continue_run(run, "spend some more", "alice")).ok
         card = await watch.card("ask:2-q1")  # the cost cap's question, in round 2
         assert card.title == "💰 Budget reached" and "$1.21" in card.text and "$1.00" in card.text
-        assert (await hub.handle_action(button(card, "+$5 (cap $6.00)"), "alice", delivery_id="b1")).ok
-        await hub.wait(run)
+        assert (await drive(hub).handle_action(button(card, "+$5 (cap $6.00)"), "alice", delivery_id="b1")).ok
+        await hub.query.wait(run)
         two = hub.store.get_run(run)
         assert two is not None and two.status == "done" and two.round == 2
         assert two.cap_usd == 6.0 and two.spent_usd >= 1.2  # both rounds, and the cap as raised

@@ -14,6 +14,7 @@ from adapters.state import ChannelPolicy, MemoryStateStore
 from flower_core.trimming import TrimPolicy
 from flower_core.workbench import DIRNAME
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import THREAD, Watch, ask_call, button, make_hub
 
 
@@ -29,11 +30,11 @@ def scenario() -> Any:
 
 
 async def run_and_change(hub: Any, watch: Watch, change: Any) -> tuple[str, Any]:
-    run = (await hub.start("write things", THREAD, "ana")).run_id
+    run = (await drive(hub).start("write things", THREAD, "ana")).run_id
     q = await watch.card("ask:1-q1")
-    change(Path(hub.run(run).workspace))
-    assert (await hub.handle_action(button(q, "yes"), "ana", delivery_id="d1")).ok
-    await hub.wait(run)
+    change(Path(hub.query.run(run).workspace))
+    assert (await drive(hub).handle_action(button(q, "yes"), "ana", delivery_id="d1")).ok
+    await hub.query.wait(run)
     summary = await watch.until(lambda s: next((m for m in s.thread(kind="summary") if m.buttons), None))
     return run, summary
 
@@ -57,9 +58,9 @@ async def test_the_summary_lists_changed_files_and_the_button_posts_them(double_
         assert "📦 2 files changed: report.md, src/cli.py" in summary.text
         files_button = button(summary, "Files")
 
-        refused = await hub.handle_action(files_button, "mallory", delivery_id="d2")
+        refused = await drive(hub).handle_action(files_button, "mallory", delivery_id="d2")
         assert not refused.ok and not surface.find("files:")
-        got = await hub.handle_action(files_button, "ana", delivery_id="d3")
+        got = await drive(hub).handle_action(files_button, "ana", delivery_id="d3")
         assert got.ok, got
         posted = {p.msg.attachment.rel: p.msg for p in surface.find("files:") if p.msg.attachment is not None}
         assert set(posted) == {"report.md", "src/cli.py"}
@@ -92,7 +93,7 @@ async def test_a_git_workspace_gets_the_diff_stat_and_the_patch(double_factory: 
     try:
         _run, summary = await run_and_change(hub, watch, change)
         assert "📦 2 files changed: app.py, new.txt" in summary.text and "1 file changed" in summary.text
-        assert (await hub.handle_action(button(summary, "Files"), "ana", delivery_id="d2")).ok
+        assert (await drive(hub).handle_action(button(summary, "Files"), "ana", delivery_id="d2")).ok
         diff = next(p.msg for p in surface.find("files:") if p.msg.key.endswith(":diff"))
         assert diff.attachment is not None and diff.attachment.content is not None
         assert b"-x = 1" in diff.attachment.content and b"+x = 2" in diff.attachment.content

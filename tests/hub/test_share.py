@@ -11,6 +11,7 @@ from adapters.memory_surface import MemorySurface
 from adapters.state import MemoryStateStore
 from flower_core.human.share import resolve_share
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import THREAD, Watch, ask_call, button, make_hub
 
 SHARE = "mcp__human__share"
@@ -37,16 +38,16 @@ async def test_the_agent_shares_a_workspace_file_and_nothing_outside(double_fact
     watch = Watch(surface)
     hub = make_hub(tmp_path, md, cli_home, surface, MemoryStateStore())
     try:
-        run = (await hub.start("report", THREAD, "ana")).run_id
+        run = (await drive(hub).start("report", THREAD, "ana")).run_id
         q = await watch.card("ask:1-q1")
-        record = hub.run(run)
+        record = hub.query.run(run)
         assert record is not None
         ws = Path(record.workspace)
         (ws / "out").mkdir(parents=True, exist_ok=True)
         (ws / "out" / "report.md").write_text("# Report\nall good\n")
         (ws / "link.txt").symlink_to(secret)
-        assert (await hub.handle_action(button(q, "go"), "ana", delivery_id="d1")).ok
-        await hub.wait(run)
+        assert (await drive(hub).handle_action(button(q, "go"), "ana", delivery_id="d1")).ok
+        await hub.query.wait(run)
 
         shared = [p.msg for p in surface.find("share:")]
         assert len(shared) == 1, [m.text for m in shared]

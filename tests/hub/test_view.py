@@ -90,7 +90,7 @@ def test_prose_goes_out_before_a_question_card() -> None:
     card = out[1]
     assert card.important and card.key == "ask:1-q1"
     ids = [decode(b.action_id) for b in card.buttons]
-    assert [(a.verb, a.ask_id, a.option) for a in ids] == [
+    assert [(a.verb, a.card_id, a.option) for a in ids] == [
         ("ans", "1-q1", 0), ("ans", "1-q1", 1), ("txt", "1-q1", None), ("dec", "1-q1", None)]
     assert "Waiting" in out[2].title
 

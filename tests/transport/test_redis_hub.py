@@ -24,6 +24,7 @@ from adapters.transport.redis_front import RedisTransport
 from adapters.transport.redis_worker import RedisWorker
 from flower_core import RedisSessionStore
 from flower_core.devmodel import ModelDouble, parse_scenario
+from tests.support.drive import drive
 from tests.support.hub_support import QUICK, THREAD, TWO_QUESTIONS_SCENARIO, Watch, button, hub_of, one_step_flow
 from tests.support.redis_support import RedisServer
 from tests.support.runtime_support import FAST
@@ -82,9 +83,9 @@ async def rig(tmp_path: Path, redis_server: RedisServer, double_factory: Any, cl
 async def test_a_front_restart_follows_the_run_again_where_it_is(rig: Rig) -> None:
     await rig.worker("w1")
     hub, surface, watch = await rig.front()
-    run = (await hub.start("pick a style", THREAD, "alice")).run_id
+    run = (await drive(hub).start("pick a style", THREAD, "alice")).run_id
     card = await watch.card("ask:1-q1")
-    assert hub.holder(run) == "w1" and "on worker w1" in hub.status(run_id=run).message
+    assert hub.query.holder(run) == "w1" and "on worker w1" in hub.query.status(run_id=run).message
     await hub.close()  # the front goes away; the run does not
     assert rig.workers[0].held and rig.state.get_run(run).status == "waiting"  # type: ignore[union-attr]
 
@@ -103,34 +104,34 @@ async def test_workers_take_runs_up_to_their_limit(rig: Rig) -> None:
     await rig.worker("small", max_runs=1)
     hub, _, watch = await rig.front()
     threads = [ThreadRef("memory", "C1", f"t{i}") for i in range(2)]
-    first = (await hub.start("one", threads[0], "alice")).run_id
-    second = (await hub.start("two", threads[1], "alice")).run_id
+    first = (await drive(hub).start("one", threads[0], "alice")).run_id
+    second = (await drive(hub).start("two", threads[1], "alice")).run_id
     await watch.card("ask:1-q1")
-    holders = sorted([hub.holder(first), hub.holder(second)])
+    holders = sorted([hub.query.holder(first), hub.query.holder(second)])
     assert holders == ["", "small"], holders  # one is queued: the small worker is full
-    queued = first if hub.holder(first) == "" else second
+    queued = first if hub.query.holder(first) == "" else second
     queued_thread = threads[0] if queued == first else threads[1]
     await watch.until(lambda s: any("Every worker is busy" in p.msg.text for p in s.find("", queued_thread)))
     await rig.worker("big", max_runs=2)
-    await watch.until(lambda s: hub.holder(queued) == "big")
-    assert "on worker small" in hub.status().message and "on worker big" in hub.status().message
+    await watch.until(lambda s: hub.query.holder(queued) == "big")
+    assert "on worker small" in hub.query.status().message and "on worker big" in hub.query.status().message
     assert len(rig.workers[0].held) == 1
 
 
 async def test_a_stopped_worker_hands_its_runs_over_at_once(rig: Rig) -> None:
     leaving = await rig.worker("leaving", park_after_s=0.0)
     hub, surface, watch = await rig.front()
-    run = (await hub.start("pick a style", THREAD, "alice")).run_id
+    run = (await drive(hub).start("pick a style", THREAD, "alice")).run_id
     card = await watch.card("ask:1-q1")
     await watch.until(lambda s: hub.live[run].parked)
     await rig.worker("staying")
     await leaving.stop()
-    await watch.until(lambda s: hub.holder(run) == "staying", timeout=30)
+    await watch.until(lambda s: hub.query.holder(run) == "staying", timeout=30)
     notes = [p.msg.text for p in surface.find("", THREAD) if "took the run over" in p.msg.text]
     assert notes and "staying" in notes[0]
     live = hub.live[run]
     await watch.until(lambda s: live.view.open_card("1-q1") is not None)
-    assert (await hub.handle_action(button(card, "tabs"), "alice", delivery_id="d2")).ok
+    assert (await drive(hub).handle_action(button(card, "tabs"), "alice", delivery_id="d2")).ok
     await watch.until(lambda s: any("Dark or light?" in p.msg.text and p.msg.buttons  # asked by the new holder
                                     for p in s.find("ask:", THREAD)))
     assert any("Got tabs. One more." in p.msg.text for p in surface.find("", THREAD))
@@ -139,14 +140,14 @@ async def test_a_stopped_worker_hands_its_runs_over_at_once(rig: Rig) -> None:
 async def test_a_duplicated_intent_is_applied_once(rig: Rig, redis_server: RedisServer) -> None:
     await rig.worker("w1")
     hub, _, watch = await rig.front()
-    run = (await hub.start("pick a style", THREAD, "alice")).run_id
+    run = (await drive(hub).start("pick a style", THREAD, "alice")).run_id
     await watch.card("ask:1-q1")
     transport = hub.transport
     assert isinstance(transport, RedisTransport)
     fields = wire.intent_entry(Intent(Op.SEND, text="only once please", iid="same-iid"), reply=False)
     for _ in range(2):  # what a client retry after a lost reply looks like
         await transport.redis.xadd(transport.keys.intents(run), fields)
-    assert (await hub.send(run, "after the retry", "alice")).ok  # intents apply in order: this one comes last
+    assert (await drive(hub).send(run, "after the retry", "alice")).ok  # intents apply in order: this one comes last
     engine = rig.workers[0].held[run].engine
     assert engine is not None and engine.channel is not None
     channel = engine.channel

@@ -58,7 +58,7 @@ async def test_approve_bash_asks_on_a_card_and_allow_once_runs_it_once(double_fa
         done = await d.until(lambda _: open_card(d, thread, EFFECT) is None and next(
             (x for x in d.bot_messages(thread) if EFFECT in d.text(x) and not x["components"]), None))
         assert done["embeds"][0]["title"] == "✅ Bash allowed once by Alice"
-        live = await hub.wait(run_id)
+        live = await hub.query.wait(run_id)
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         assert (Path(record.workspace) / "effect.txt").read_text() == "ran\n"
         assert md.model_requests()[-1].last_tool_result == "out=42"

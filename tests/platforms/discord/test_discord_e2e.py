@@ -124,7 +124,7 @@ async def test_run_asks_answers_inbox_oracle_stop_summary(double_factory: Any, c
         await d.until(lambda _: stop.texts())
         assert stop.texts()[0].startswith("Interrupted") and "subagent in flight" in stop.texts()[0]
         summary = await d.until(lambda _: message_with(d, thread, "Finished"))
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
     finally:
         await stop_bot(bridge, hub)
 
@@ -199,7 +199,7 @@ async def test_runs_list_stop_buttons_and_the_stop_form(double_factory: Any, cli
         ending = await d.click(alice, thread, label="Stop")
         await d.until(lambda _: ending.modal)
         ended = await d.submit(alice, ending, {"End the run for good": True})
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
         await d.until(lambda _: ended.texts())
         assert ended.texts()[0] == f"Stopping run {run_id}."
     finally:

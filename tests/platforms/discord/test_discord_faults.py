@@ -68,7 +68,7 @@ async def test_a_dropped_gateway_resumes_and_loses_nothing(double_factory: Any, 
         await d.gateway.drop(resumable=False)
         await d.until(lambda _: d.gateway.identifies == 2 and d.gateway.connected)
         await d.click(alice, int(q2["id"]), label="yes")
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
     finally:
         await stop_bot(bridge, hub)
     main = md.model_requests("main")
@@ -107,7 +107,7 @@ async def test_a_bot_restart_between_ask_and_click_still_delivers_the_answer(
         await d.until(lambda _: KEPT in d.text(d.messages[int(q2["id"])]))  # restored on the old card
         click = await d.click(alice, int(q2["id"]), label="L")  # the card the old process posted
         await d.until(lambda _: click.acked)  # an answer is acknowledged by the card, not a line
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
     finally:
         await stop_bot(bridge, hub)
     card = settled_card(d, thread, "Which size?")
@@ -140,7 +140,7 @@ async def test_429s_on_message_create_and_edit_lose_nothing_and_keep_order(
         d.fail("POST", r"/channels/\d+/messages", times=4, retry_after=0.05)
         d.fail("PATCH", r"/channels/\d+/messages/\d+", times=2, retry_after=0.05)
         await d.click(alice, int(card["id"]), label="yes")
-        live = await hub.wait(run_id)
+        live = await hub.query.wait(run_id)
         assert live is not None and live.pipe.fanout.stats.dropped == 0
         assert live.pipe.fanout.stats.retries > 0  # some 429s outlasted discord.py's own retries
     finally:

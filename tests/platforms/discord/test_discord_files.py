@@ -75,7 +75,7 @@ async def test_attachments_reach_the_workspace_and_bad_ones_save_nothing(double_
         assert (workspace / "inbox" / "data.csv").read_bytes() == rows
 
         await d.click(ana, int(q1["id"]), label="yes")
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
         read = md.model_requests("main")[2].last_tool_result
         assert "📎 ana attached inbox/data.csv (809 B, text/csv)" in read and "the numbers" in read
     finally:
@@ -110,7 +110,7 @@ async def test_a_file_the_agent_shares_is_posted_as_an_attachment(double_factory
         assert [a["filename"] for a in posted["attachments"]] == ["notes.md"]
         assert d.files[int(posted["attachments"][0]["id"])] == b"# notes\n"
         assert "notes.md" in d.text(posted) and "my notes" in d.text(posted)
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
         # Long output: one .md attachment with a preview, not a wall of split messages.
         long = await d.until(lambda _: next((msg for msg in d.bot_messages(thread) if msg["attachments"]
                                              and msg["attachments"][0]["filename"].endswith(".md")

@@ -189,7 +189,7 @@ async def test_a_value_of_the_wrong_kind_in_a_slash_option_is_told_plainly_and_s
     assert ix.texts() == [f"{said}; see `/flower help`."] and ix.acked and not ix.late
     assert tracebacks(caplog) == [], tracebacks(caplog)
     assert len([r for r in caplog.records if "refused" in r.getMessage() and said in r.getMessage()]) == 1
-    assert hub.runs(live_only=False) == []  # nothing started
+    assert hub.query.runs(live_only=False) == []  # nothing started
     await helped(d, alice)
 
 

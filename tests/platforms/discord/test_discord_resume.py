@@ -53,7 +53,7 @@ async def test_resume_elsewhere_continues_an_ended_run_and_runs_all_lists_it(dou
         home = int(next(msg for msg in d.bot_messages(d.channel_id) if "thread" in msg)["id"])
         q1 = await d.until(lambda _: open_card(d, home, "Tabs or spaces?"))
         await d.click(alice, int(q1["id"]), label="tabs")
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
         asked = len(md.model_requests())
 
         listed = await d.slash(alice, "runs", channel_id=other, all=True)
@@ -78,7 +78,7 @@ async def test_resume_elsewhere_continues_an_ended_run_and_runs_all_lists_it(dou
         await d.until(lambda _: open_card(d, home, "JSON or YAML?"))  # and at home
         await d.click(bob, int(q2["id"]), label="yaml")
         await d.until(lambda _: store.get_run(run_id).status == "done")  # type: ignore[union-attr]
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
         later = md.model_requests()[asked:]
         assert later and later[0].last_user_text == MORE and later[-1].last_tool_result == "yaml"
         assert {session_id(r) for r in md.model_requests()} == {session_id(later[0])}  # one session

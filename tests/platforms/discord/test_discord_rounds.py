@@ -42,7 +42,7 @@ async def test_a_message_in_an_ended_runs_thread_continues_it(double_factory: An
         thread = int(next(msg for msg in d.bot_messages(d.channel_id) if "thread" in msg)["id"])
         q1 = await d.until(lambda _: open_card(d, thread, "Tabs or spaces?"))
         await d.click(alice, int(q1["id"]), label="tabs")
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
         await d.until(lambda _: d.messages[thread]["embeds"][0]["title"].startswith("✅"))
         asked = len(md.model_requests())
 
@@ -54,7 +54,7 @@ async def test_a_message_in_an_ended_runs_thread_continues_it(double_factory: An
         await d.click(bob, int(q2["id"]), label="json")
         await d.until(lambda _: settled_card(d, thread, "JSON or YAML?"))
         await d.until(lambda _: store.get_run(run_id).status == "done")  # type: ignore[union-attr]
-        await hub.wait(run_id)
+        await hub.query.wait(run_id)
 
         record = store.get_run(run_id)
         assert record is not None and record.round == 2

@@ -17,6 +17,7 @@ from tests.conftest import scenario_of
 from tests.support.discord_double import DiscordDouble
 from tests.support.discord_payloads import Person
 from tests.support.discord_support import discord_double, open_card, settled_card, start_bot, stop_bot
+from tests.support.drive import drive
 from tests.support.hub_support import ask_call, transcript_has
 
 __all__ = ["discord_double"]
@@ -75,8 +76,8 @@ async def test_stale_clicks_are_answered_before_and_after_a_restart(double_facto
         # Names are not kept across a restart (adapters/people.py): Alice is her id, shown as a mention.
         by_id = f"That question is already settled (answered by <@{alice.id}>)."
         assert await click_told(d, bob, q1, "tabs") == by_id  # a card from before the restart
-        assert (await hub.stop(run_id, str(alice.id))).ok
-        await hub.wait(run_id)
+        assert (await drive(hub).stop(run_id, str(alice.id))).ok
+        await hub.query.wait(run_id)
         await d.until(lambda _: settled_card(d, thread, "Dark or light?"))
         assert await click_told(d, bob, q2, "dark") == ENDED  # the run has ended
         assert await click_told(d, bob, q2, "light") == ENDED

@@ -99,8 +99,8 @@ async def test_quick_answers_cost_at_most_three_calls_each_and_a_long_wait_still
             q = await double.wait_for(lambda d, k=k: card(d, C1, root, f"Question {k}?"))
             await double.click(q, "go", user="UALICE")
             await double.wait_for(lambda d, k=k: card(d, C1, root, f"Question {k}?", open_=False))
-        run = bot.hub.runs()[0].run_id
-        await bot.hub.wait(run)
+        run = bot.hub.query.runs()[0].run_id
+        await bot.hub.query.wait(run)
         await double.wait_for(lambda d: root_of(d).header().startswith("✅ Done"))
         await double.wait_for(lambda d: d.sessions[-1]["status"] == "closed")
         quick = [c.method for c in double.calls[first:]]

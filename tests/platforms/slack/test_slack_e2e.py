@@ -109,7 +109,7 @@ async def test_a_run_in_a_channel_thread_from_start_to_summary(double_factory: A
         await double.event({"type": "agent_session_stopped", "channel": C1, "thread_ts": root.ts, "user": "UALICE",
                             "event_ts": "1.0", "streaming_message_ts": []})
         await md.wait_for(lambda reqs: any("pressed Stop in Slack" in r.last_user_text for r in reqs), timeout=60)
-        await bot.hub.wait(run)
+        await bot.hub.query.wait(run)
 
         summary = await double.wait_for(lambda d: d.find(C1, root.ts, lambda m: m.header() == "✅ Finished"))
         assert summary is not None and root_of(double).header().startswith("✅ Done")

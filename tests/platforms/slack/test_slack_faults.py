@@ -42,7 +42,7 @@ async def test_429s_on_post_and_update_lose_nothing_and_keep_order(double_factor
         await double.send("interactive", late)  # late: its ephemeral meets a 429 first
         run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root))
         assert run is not None
-        live = await bot.hub.wait(run)
+        live = await bot.hub.query.wait(run)
         assert live is not None and live.pipe.fanout.stats.dropped == 0
         await double.wait_for(lambda d: d.ephemerals_for("UBOB"))
 

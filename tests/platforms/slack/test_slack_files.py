@@ -32,7 +32,7 @@ async def test_a_shared_file_reaches_the_workspace_and_the_models_inbox_and_bad_
         root = root_of(double).ts
         run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root))
         assert run is not None
-        record = bot.hub.run(run)
+        record = bot.hub.query.run(run)
         assert record is not None
         workspace = Path(record.workspace)
 
@@ -69,7 +69,7 @@ async def test_a_shared_file_reaches_the_workspace_and_the_models_inbox_and_bad_
         assert not (workspace / "inbox" / "extra-2.txt").exists()
 
         await double.click(q1, "yes", user="UANA")
-        await bot.hub.wait(run)
+        await bot.hub.query.wait(run)
         read = md.model_requests("main")[2].last_tool_result
         assert "📎 ana attached inbox/error.log (1.6 KB, text/plain)" in read and "the trace" in read
         assert "📎 ana attached inbox/extra.txt (4 B, text/plain)" in read and "and this" in read
@@ -100,7 +100,7 @@ async def test_a_file_the_agent_shares_is_uploaded_into_the_thread(double_factor
         q = await double.wait_for(lambda d: d.roots(C1) and card(d, C1, root_of(d).ts, "Go?"))
         root = root_of(double).ts
         run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root))
-        record = bot.hub.run(run or "")
+        record = bot.hub.query.run(run or "")
         assert record is not None
         (Path(record.workspace) / "chart.csv").write_bytes(b"x,y\n1,2\n")
         await double.click(q, "go", user="UANA")
@@ -110,7 +110,7 @@ async def test_a_file_the_agent_shares_is_uploaded_into_the_thread(double_factor
         assert "chart.csv" in up[0]["comment"] and "the chart" in up[0]["comment"]
         assert "<!channel>" not in up[0]["comment"]  # agent text pings nobody
         assert double.called("files.getUploadURLExternal") and double.called("files.completeUploadExternal")
-        await bot.hub.wait(run or "")
+        await bot.hub.query.wait(run or "")
 
 
 async def test_long_output_is_uploaded_as_a_file_with_a_preview(double_factory: Any, cli_home: Path,
@@ -124,7 +124,7 @@ async def test_long_output_is_uploaded_as_a_file_with_a_preview(double_factory: 
         assert up[0]["data"].decode() == report and up[0]["name"].endswith(".md") and up[0]["thread_ts"] == root
         assert up[0]["comment"].startswith("line 0000 of a long report") and "1200 lines in all" in up[0]["comment"]
         run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root))
-        await bot.hub.wait(run or "")
+        await bot.hub.query.wait(run or "")
         walls = [m for m in double.thread(C1, root) if "line 0500" in m.body()]
         assert walls == []  # no wall of split messages in the thread
 
@@ -138,11 +138,11 @@ async def test_the_summarys_files_button_uploads_what_the_run_changed(double_fac
         q = await double.wait_for(lambda d: d.roots(C1) and card(d, C1, root_of(d).ts, "Written?"))
         root = root_of(double).ts
         run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root)) or ""
-        record = bot.hub.run(run)
+        record = bot.hub.query.run(run)
         assert record is not None
         (Path(record.workspace) / "report.md").write_text("# the report\n")
         await double.click(q, "yes", user="UANA")
-        await bot.hub.wait(run)
+        await bot.hub.query.wait(run)
         summary = await double.wait_for(lambda d: d.find(C1, root, lambda m: "📦 1 file changed: report.md" in m.body()
                                                          and any(b["text"]["text"] == "Files" for b in m.buttons())))
         await double.click(summary, "Files", user="UANA")

@@ -42,7 +42,7 @@ async def test_resume_in_another_channel_mirrors_an_ended_run_and_continues_it(d
         run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, home))
         assert run is not None
         await double.click(q1, "tabs", user="UALICE")
-        await bot.hub.wait(run)
+        await bot.hub.query.wait(run)
         asked = len(md.model_requests())
 
         # Refusals: told to the caller alone; no root in C2, no mirror, no round.
@@ -64,7 +64,7 @@ async def test_resume_in_another_channel_mirrors_an_ended_run_and_continues_it(d
         await double.click(q2, "yaml", user="UBOB")  # answered from the resumed thread
         await double.wait_for(lambda d: d.find(C1, home, lambda m: "Round two: yaml." in m.body()))
         await double.wait_for(lambda d: bot.store.get_run(run).status == "done")  # type: ignore[union-attr]
-        await bot.hub.wait(run)
+        await bot.hub.query.wait(run)
         later = md.model_requests()[asked:]
         assert MORE in later[0].last_user_text
         assert {session_id(r) for r in md.model_requests()} == {session_id(later[0])}  # one session, both rounds
@@ -78,5 +78,5 @@ async def test_resume_in_another_channel_mirrors_an_ended_run_and_continues_it(d
         await double.say(c3, "and a README", user="UALICE", thread_ts=third)
         await double.wait_for(lambda d: d.find(c3, third, lambda m: "Heard: and a README" in m.body()))
         await double.wait_for(lambda d: bot.store.get_run(run).status == "done")  # type: ignore[union-attr]
-        await bot.hub.wait(run)
+        await bot.hub.query.wait(run)
         assert bot.store.get_run(run).round == 3  # type: ignore[union-attr]

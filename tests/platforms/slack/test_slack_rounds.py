@@ -41,7 +41,7 @@ async def test_a_reply_and_a_mention_in_an_ended_runs_thread_continue_it(double_
         assert run is not None
         late = double.click_payload(q1, "spaces", user="UBOB")  # Bob's screen will still show the buttons
         await double.click(q1, "tabs", user="UALICE")
-        await bot.hub.wait(run)
+        await bot.hub.query.wait(run)
         await double.wait_for(lambda d: root_of(d).header().startswith("✅ Done") and not root_of(d).buttons())
         asked = len(md.model_requests())
 
@@ -60,14 +60,14 @@ async def test_a_reply_and_a_mention_in_an_ended_runs_thread_continue_it(double_
         await double.click(q2, "json", user="UBOB")
         await double.wait_for(lambda d: card(d, C1, root.ts, "JSON or YAML?", open_=False))
         await double.wait_for(lambda d: bot.store.get_run(run).status == "done")  # type: ignore[union-attr]
-        await bot.hub.wait(run)
+        await bot.hub.query.wait(run)
 
         # `@flower <text>` in the thread: round 3.
         await double.say(C1, f"<@{BOT_USER}> and a README", user="UALICE", thread_ts=root.ts, mention=True)
         await double.wait_for(lambda d: "round 3" in root_of(d).header())
         await double.wait_for(lambda d: d.find(C1, root.ts, lambda m: "Heard: and a README" in m.body()))
         await double.wait_for(lambda d: bot.store.get_run(run).status == "done")  # type: ignore[union-attr]
-        await bot.hub.wait(run)
+        await bot.hub.query.wait(run)
 
         record = bot.store.get_run(run)
         assert record is not None and record.round == 3

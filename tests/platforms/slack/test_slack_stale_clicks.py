@@ -14,6 +14,7 @@ from typing import Any
 
 from adapters.state import SQLiteStateStore
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import ask_call, transcript_has
 from tests.support.slack_double import SlackDouble
 from tests.support.slack_support import C1, card, root_of, slack_bot
@@ -71,8 +72,8 @@ async def test_stale_clicks_are_answered_before_and_after_a_restart(double_facto
             await double.wait_for(lambda d: root_of(d).header().startswith("🅿️"))
             # A card from before the restart, of the run the restart brought back.
             assert await click_told(double, double.click_payload(q1, "spaces", user="UBOB"), "UBOB") == ANSWERED_BY_ID
-            assert (await bot.hub.stop(run, "UALICE")).ok
-            await bot.hub.wait(run)
+            assert (await drive(bot.hub).stop(run, "UALICE")).ok
+            await bot.hub.query.wait(run)
             await double.wait_for(lambda d: card(d, C1, root, "Dark or light?", open_=False))
             # The run has ended: its open question closed with it.
             assert await click_told(double, double.click_payload(q2, "dark", user="UBOB"), "UBOB") == ENDED

@@ -64,7 +64,7 @@ async def test_stop_list_modal_shortcut_and_status_button(double_factory: Any, c
         await double.shortcut(q, user="UALICE")
         shortcut_view = await double.wait_for(lambda d: next((v for v in d.views if v != view_id), None))
         await double.submit(shortcut_view, user="UALICE", end=True)
-        await bot.hub.wait(runs[second.ts])
+        await bot.hub.query.wait(runs[second.ts])
         stopped = await double.wait_for(
             lambda d: d.find(C1, second.ts, lambda m: m.header().startswith("⏹️ Stopped by")))
         assert "alice" in stopped.header().lower() and bot.store.get_run(runs[second.ts]).status == "stopped"
@@ -73,6 +73,6 @@ async def test_stop_list_modal_shortcut_and_status_button(double_factory: Any, c
         await double.click(first, "Stop", user="UALICE")
         third = await double.wait_for(lambda d: next((v for v in d.views if v not in (view_id, shortcut_view)), None))
         await double.submit(third, user="UALICE", end=True)
-        await bot.hub.wait(runs[first.ts])
+        await bot.hub.query.wait(runs[first.ts])
         assert bot.store.get_run(runs[first.ts]).status == "stopped"
         assert not bot.hub.live

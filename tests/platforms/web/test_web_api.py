@@ -26,6 +26,7 @@ from adapters.surface import Button, OutMessage, ThreadRef
 from adapters.web import EventLog, WebFrontend, WebSurface, json_safe, make_app
 from flower_core import Event
 from tests.conftest import scenario_of
+from tests.support.drive import drive
 from tests.support.hub_support import INBOX, ask_call, hub_of, make_hub
 
 WEB_THREAD = ThreadRef("web", "page", "tfixed")
@@ -415,7 +416,7 @@ async def test_a_run_started_on_another_surface_is_shown_and_answered_on_the_pag
     front.attach(hub)
     client = await client_for(front)
     try:
-        run = (await hub.start("elsewhere", ThreadRef("chat", "C1", "t1"), "ana")).run_id
+        run = (await drive(hub).start("elsewhere", ThreadRef("chat", "C1", "t1"), "ana")).run_id
         ws = await client.ws_connect("/ws")
         await ws.send_json({"op": "watch", "run": run, "after": 0, "events_after": 0})
         frames: list[dict[str, Any]] = []

@@ -38,7 +38,7 @@ async def test_a_bash_call_is_listed_and_approved_once_through_the_api(double_fa
         bad_start = await client.post("/api/runs", json={"task": "run it", "approve": ["Bash("]})
         assert bad_start.status == 400 and "approve" in (await bad_start.json())["error"]
         assert (await client.post("/api/runs", json={"task": "run it", "approve": [3]})).status == 400
-        assert hub.runs(live_only=False) == []
+        assert hub.query.runs(live_only=False) == []
         started = await client.post("/api/runs", json={"task": "run it", "approve": ["Bash"]})
         assert started.status == 201, await started.text()
         run = (await started.json())["id"]
@@ -65,7 +65,7 @@ async def test_a_bash_call_is_listed_and_approved_once_through_the_api(double_fa
         assert ok.status == 200 and (await ok.json())["ok"] is True
         again = await client.post(f"/api/runs/{run}/approve", json={"ask_id": "1-q1", "decision": "deny"})
         assert again.status == 409
-        live = await hub.wait(run)
+        live = await hub.query.wait(run)
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         assert (Path(record.workspace) / "effect.txt").read_text() == "ran\n"
         assert md.model_requests()[-1].last_tool_result == "out=42"

@@ -21,6 +21,7 @@ from adapters.state import MemoryStateStore, RunRecord
 from adapters.surface import ThreadRef
 from adapters.web import WebFrontend, make_app
 from adapters.web.page import STATIC
+from tests.support.drive import drive
 from tests.support.hub_support import hub_of
 
 JSON = {"Content-Type": "application/json"}
@@ -54,7 +55,7 @@ async def test_a_deeply_nested_body_is_a_400_and_no_traceback(served: tuple[WebF
     got = await resp.json()
     assert resp.status == 400, got
     assert got["ok"] is False and ("nested" in got["error"] or "must be a string" in got["error"]), got
-    assert hub.runs(live_only=False) == []
+    assert hub.query.runs(live_only=False) == []
     assert tracebacks(caplog) == []
 
 
@@ -68,7 +69,7 @@ async def test_a_number_that_is_not_finite_is_refused_naming_the_field(
     got = await resp.json()
     assert resp.status == 400, got
     assert f"'{field}'" in got["error"] and "finite" in got["error"], got
-    assert hub.runs(live_only=False) == []  # no run, not even a failed one
+    assert hub.query.runs(live_only=False) == []  # no run, not even a failed one
     assert tracebacks(caplog) == []
 
 
@@ -77,7 +78,7 @@ async def test_nan_in_a_whole_number_field_is_refused_too(served: tuple[WebFront
     resp = await client.post("/api/runs", data='{"task": "paint it", "max_asks": NaN}', headers=JSON)
     got = await resp.json()
     assert resp.status == 400 and "'max_asks'" in got["error"], got
-    assert hub.runs(live_only=False) == []
+    assert hub.query.runs(live_only=False) == []
 
 
 async def test_finite_numbers_still_start_a_run(served: tuple[WebFrontend, Hub, TestClient]) -> None:
@@ -87,8 +88,8 @@ async def test_finite_numbers_still_start_a_run(served: tuple[WebFrontend, Hub, 
                              headers=JSON)
     got = await resp.json()
     assert resp.status == 201, got
-    await hub.stop(got["id"], "web")
-    await asyncio.wait_for(hub.wait(got["id"]), 60)
+    await drive(hub).stop(got["id"], "web")
+    await asyncio.wait_for(hub.query.wait(got["id"]), 60)
 
 
 async def test_a_deeply_nested_frame_from_the_page_is_answered_and_the_page_goes_on(

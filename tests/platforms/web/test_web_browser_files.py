@@ -51,7 +51,7 @@ async def test_the_page_attaches_a_file_and_downloads_the_one_the_agent_shares(
         await page.type("#say", "my notes")
         await page.click("#send")
         await page.until("document.getElementById('staged').hidden && document.getElementById('say').value === ''")
-        record = hub.run(run)
+        record = hub.query.run(run)
         assert record is not None
         assert (Path(record.workspace) / "inbox" / "hello.txt").read_text() == "hello from the page\n"
 
@@ -61,7 +61,7 @@ async def test_the_page_attaches_a_file_and_downloads_the_one_the_agent_shares(
         assert link.endswith(f"/api/runs/{run}/files/inbox/hello.txt")
         got = await page.js("fetch(document.querySelector('a.file-link').href).then(r => r.text())")
         assert got == "hello from the page\n"
-        await hub.wait(run)
+        await hub.query.wait(run)
         # The summary names what the run changed; its Files button posts them as download links.
         await page.until("document.querySelector('li.msg.summary button[data-verb=fil]')")
         assert "1 file changed: result.txt" in await page.js("document.querySelector('li.msg.summary').textContent")

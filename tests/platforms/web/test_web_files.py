@@ -55,7 +55,7 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
     await client.start_server()
     try:
         run = (await (await client.post("/api/runs", json={"task": "read my file"})).json())["id"]
-        record = hub.run(run)
+        record = hub.query.run(run)
         assert record is not None
         ws = Path(record.workspace)
         (tmp_path / "secret.txt").write_text("not yours")
@@ -93,7 +93,7 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
 
         ask = (await (await client.get(f"/api/runs/{run}/asks")).json())[0]["id"]
         assert (await client.post(f"/api/runs/{run}/answer", json={"ask_id": ask, "text": "yes"})).status == 200
-        await hub.wait(run)
+        await hub.query.wait(run)
         read = md.model_requests("main")[2].last_tool_result
         assert "📎 web attached inbox/notes.md (11 B, text/markdown)" in read and "read these" in read
 
@@ -138,8 +138,8 @@ async def test_a_demo_run_reports_the_agents_files_not_the_frameworks(double_fac
         await asyncio.wait_for(_until_asked(client, run), 60)
         ask = (await (await client.get(f"/api/runs/{run}/asks")).json())[0]
         assert (await client.post(f"/api/runs/{run}/answer", json={"ask_id": ask["id"], "text": "Hello"})).status == 200
-        await asyncio.wait_for(hub.wait(run), 120)
-        record = hub.run(run)
+        await asyncio.wait_for(hub.query.wait(run), 120)
+        record = hub.query.run(run)
         assert record is not None
         ws = Path(record.workspace)
         desk = {p for p in files_of(ws) if p.startswith(".flower/")}

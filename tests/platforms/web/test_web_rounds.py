@@ -40,7 +40,7 @@ async def test_continue_over_http_goes_on_with_the_same_session_and_the_same_seq
         live = await client.post(f"/api/runs/{run}/continue", json={"text": MORE})  # it waits on its question
         assert live.status == 409 and "/send" in (await live.json())["error"]
         assert (await client.post(f"/api/runs/{run}/answer", json={"ask_id": "q1", "text": "tabs"})).status == 200
-        await hub.wait(run)
+        await hub.query.wait(run)
         one = await (await client.get(f"/api/runs/{run}")).json()
         assert one["status"] == "done" and one["round"] == 1 and not one["live"]
         seen = (await (await client.get(f"/api/runs/{run}/events?after=0")).json())["events"]
@@ -66,7 +66,7 @@ async def test_continue_over_http_goes_on_with_the_same_session_and_the_same_seq
         assert [(a["id"], a["question"]) for a in waiting] == [("2-q1", "JSON or YAML?")]
         yes = await client.post(f"/api/runs/{run}/answer", json={"ask_id": waiting[0]["id"], "text": "json"})
         assert yes.status == 200, await yes.text()
-        await hub.wait(run)
+        await hub.query.wait(run)
 
         listed = {r["id"]: r for r in (await (await client.get("/api/runs")).json())["runs"]}
         assert listed[run]["round"] == 2 and listed[run]["status"] == "done"  # ended runs stay listed

@@ -17,6 +17,7 @@ from adapters.state import SQLiteStateStore
 from adapters.web import WebFrontend
 from tests.conftest import scenario_of
 from tests.platforms.web.test_web_api import client_for, frames_until
+from tests.support.drive import drive
 from tests.support.hub_support import ask_call, make_hub, transcript_has
 
 ANSWERED = "That question is already settled (answered by alice)."
@@ -47,7 +48,7 @@ async def down(front: WebFrontend, hub: Hub, client: TestClient) -> None:
 
 def button(front: WebFrontend, hub: Hub, run: str, card_id: str, label: str) -> str:
     """The action id of a card's button as the page drew it (its first version, still open)."""
-    record = hub.run(run)
+    record = hub.query.run(run)
     assert record is not None
     drawn = [b for m in front.surface.changes(record.thread) if m["key"] == f"ask:{card_id}" for b in m["buttons"]]
     return next(b["action_id"] for b in drawn if b["label"] == label)
@@ -72,7 +73,7 @@ async def test_stale_clicks_are_answered_before_and_after_a_restart(double_facto
         await frames_until(ws, lambda f: any(e["kind"] == "ask" and e["payload"].get("state") == "asked"
                                              for e in f["events"]), [])
         tabs, spaces = button(front, hub, run, "1-q1", "tabs"), button(front, hub, run, "1-q1", "spaces")
-        assert (await hub.answer(run, "1-q1", "tabs", "alice")).ok  # someone on another front end
+        assert (await drive(hub).answer(run, "1-q1", "tabs", "alice")).ok  # someone on another front end
         for n in (1, 2):  # answered elsewhere: told who, again on a second click
             late = await click(client, spaces, f"page-{n}")
             assert late == {"ok": False, "message": ANSWERED, "id": run, "needs_input": "", "duplicate": True}
@@ -89,11 +90,11 @@ async def test_stale_clicks_are_answered_before_and_after_a_restart(double_facto
     # A new process over the same state: the run comes back by itself, its second question on its old card.
     front, hub, client = await up(tmp_path, md, cli_home)
     try:
-        assert await hub.recover() == [] and hub.is_live(run)
+        assert await hub.recover() == [] and hub.query.is_live(run)
         assert (await click(client, tabs, "page-3"))["message"] == ANSWERED  # a card from before the restart
         end = await client.post(f"/api/runs/{run}/end")
         assert end.status == 200, await end.text()
-        await hub.wait(run)
+        await hub.query.wait(run)
         for n in (4, 5):  # the run has ended: its open question closed with it
             assert (await click(client, dark, f"page-{n}"))["message"] == ENDED
         late = await client.post(f"/api/runs/{run}/answer", json={"ask_id": "1-q2", "text": "light"})

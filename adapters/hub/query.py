@@ -1,0 +1,145 @@
+"""HubQuery: the read-only questions a platform may ask the hub (`hub.query`), each answered by the
+collaborator that owns it.
+
+```
+runs        run · is_live · runs · run_in · holder · state · thread_by_id · followers · status · wait
+cards       open_cards · card_state · card_by_key
+people      may · followable · resumable · display · upload_limits
+```
+
+Nothing here changes anything or tells anyone anything: a platform asks before it opens a form or a
+thread, so nobody types into a form, or watches a thread open, for nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from adapters.access import Access, Decision
+from adapters.hub.admission import Admission
+from adapters.hub.book import RunBook
+from adapters.hub.cards import CardBook, CardProblem, OpenCard
+from adapters.hub.intake import FileIntake
+from adapters.hub.intents import Permission
+from adapters.hub.mirrors import Mirrors
+from adapters.hub.report import status_report
+from adapters.hub.results import IntentResult
+from adapters.hub.rounds import Rounds
+from adapters.hub.settings import UploadLimits
+from adapters.people import People
+from adapters.state import RunRecord, StateStore
+from adapters.surface import ThreadRef
+
+if TYPE_CHECKING:
+    from adapters.hub.runs import LiveRun
+
+__all__ = ["HubQuery"]
+
+
+class HubQuery:
+    def __init__(self, book: RunBook, cards: CardBook, mirrors: Mirrors, access: Access, people: People,
+                 intake: FileIntake, admission: Admission, rounds: Rounds) -> None:
+        self.book, self.cards, self.mirrors, self.access = book, cards, mirrors, access
+        self.people, self.intake, self.admission, self.rounds = people, intake, admission, rounds
+
+    @property
+    def store(self) -> StateStore:
+        return self.book.store
+
+    # ---- runs ------------------------------------------------------------------------------------
+    def run(self, run_id: str) -> RunRecord | None:
+        """A run's record (None: no such run)."""
+        return self.book.record(run_id)
+
+    def is_live(self, run_id: str) -> bool:
+        """Running (or parked) in this process's care, as opposed to ended or asleep."""
+        return self.book.is_live(run_id)
+
+    def runs(self, *, user: str | None = None, platform: str | None = None, channel: str | None = None,
+             live_only: bool = True) -> list[RunRecord]:
+        """Runs by owner and place, newest first; `live_only`: only those running in this process."""
+        return self.book.runs(user=user, platform=platform, channel=channel, live_only=live_only)
+
+    def run_in(self, thread: ThreadRef) -> str | None:
+        """The run a thread shows: its own, or the one it follows (a live one first)."""
+        return self.book.run_in(thread)
+
+    def holder(self, run_id: str) -> str:
+        """The worker a live run is on ("" in this process, or not live)."""
+        return self.book.holder(run_id)
+
+    def state(self, run_id: str) -> str:
+        """What a run is doing now as its status card says (running, waiting, parked…), else its stored status."""
+        live = self.book.live.get(run_id)
+        if live is not None:
+            return live.view.status_card.state
+        record = self.store.get_run(run_id)
+        return record.status if record is not None else "unknown"
+
+    def thread_by_id(self, platform: str, thread_id: str) -> ThreadRef | None:
+        """The full reference of a thread a platform knows only by its own id: a run's home thread, or a
+        thread (or direct message) showing a live run."""
+        own = (r.thread for r in self.book.runs(platform=platform, live_only=False) if r.thread.thread == thread_id)
+        shown = (m.thread for rid in list(self.book.live) for m in self.store.mirrors_of(rid)
+                 if m.thread.platform == platform and m.thread.thread == thread_id)
+        return next(own, None) or next(shown, None)
+
+    def followers(self, run_id: str) -> list[ThreadRef]:
+        """The threads that follow a run, on the platforms this hub serves."""
+        return self.mirrors.threads_of(run_id)
+
+    def status(self, *, thread: ThreadRef | None = None, run_id: str | None = None) -> IntentResult:
+        """One run's state (by id, or the run a thread shows), or every live run, parked ones apart."""
+        if run_id is None and thread is not None:
+            run_id = self.run_in(thread)
+        return status_report(self.book.live, self.store, run_id, running=self.book.running(),
+                             parked=self.book.parked(),
+                             max_runs=None if self.admission.remote else self.admission.max_runs,
+                             max_parked=self.admission.max_parked)
+
+    async def wait(self, run_id: str) -> LiveRun | None:
+        """Wait until a live run has ended and its thread is flushed; the LiveRun (None if not live)."""
+        live = self.book.live.get(run_id)
+        if live is not None:
+            await live.finished.wait()
+        return live
+
+    # ---- cards -----------------------------------------------------------------------------------
+    def open_cards(self, run_id: str) -> list[OpenCard]:
+        return self.cards.open_cards(run_id)
+
+    def card_state(self, run_id: str, card_id: str) -> tuple[CardProblem, str]:
+        """Whether a card takes an answer now: (CardProblem.NONE, "") or the problem and what to say."""
+        check = self.cards.check(run_id, card_id)
+        return check.problem, check.message
+
+    def card_by_key(self, run_id: str, key: str) -> str | None:
+        return self.cards.by_key(run_id, key)
+
+    # ---- people ----------------------------------------------------------------------------------
+    def may(self, user: str, verb: Permission, *, run_id: str = "", channel: str = "") -> Decision:
+        """Whether `user` may start runs in `channel` ("platform:channel"), or answer / send to / stop a run:
+        the rule the door applies to every intent (intents.PERMISSIONS)."""
+        if verb == "start":
+            return self.access.can_start(channel, user)
+        record = self.store.get_run(run_id)
+        if record is None:
+            return Decision(False, f"No run {run_id}.")
+        return self.access.decide(verb, record, user)
+
+    def followable(self, run_id: str, user: str) -> IntentResult:
+        """Whether `user` may follow the run now (mirrors.py); platforms ask before they open a thread for it."""
+        return self.mirrors.followable(run_id, user)
+
+    def resumable(self, run_id: str, user: str) -> IntentResult:
+        """Whether `user` may resume the run now (rounds.py); platforms ask before they open a thread for it."""
+        return self.rounds.resumable(run_id, user)
+
+    def display(self, user: str) -> str:
+        """How cards name a person."""
+        return self.people.display(user)
+
+    def upload_limits(self, run_id: str, where: ThreadRef | None = None) -> UploadLimits:
+        """How much may be attached to the run from `where`: a platform stops downloading past it."""
+        record = self.book.record(run_id)
+        return self.intake.limits_for(record, where) if record is not None else self.intake.limits
