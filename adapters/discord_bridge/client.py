@@ -16,12 +16,12 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from adapters.discord_bridge.checks import option_problem
+from adapters.discord_bridge.actions import Actions
 from adapters.discord_bridge.commands import FlowerCommands
 from adapters.discord_bridge.connection import guard_parsers
 from adapters.discord_bridge.context import DiscordContext
 from adapters.discord_bridge.errors import told
-from adapters.discord_bridge.inbound import Actions
+from adapters.discord_bridge.inbound import option_problem
 from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
 from adapters.discord_bridge.reply import Reply
 

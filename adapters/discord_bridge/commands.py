@@ -19,10 +19,9 @@ import discord
 from discord import app_commands
 
 from adapters.discord_bridge.context import PLATFORM, DiscordContext
-from adapters.discord_bridge.inbound import SUBAGENT_WARNING
-from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
+from adapters.discord_bridge.render import NO_MENTIONS, SUBAGENT_WARNING, ActionButton
 from adapters.discord_bridge.reply import Reply
-from adapters.hub import IntentResult, RunOptions
+from adapters.hub import Follow, IntentResult, Interrupt, Resume, RunOptions, Start, Stop, Unfollow, Wake
 from adapters.ids import encode
 from adapters.platform.limits import DISCORD
 from adapters.state import RunRecord
@@ -85,7 +84,7 @@ class FlowerCommands(app_commands.Group):
         if not task.strip():
             await reply.say("Say what the run should do, e.g. `/flower run task:add a --json flag to the CLI`.")
             return
-        allowed = hub.may(user, "start", channel=f"{PLATFORM}:{channel.id}")
+        allowed = hub.query.may(user, "start", channel=f"{PLATFORM}:{channel.id}")
         if not allowed:
             await reply.say(f"Not started: {allowed.reason}.")
             return
@@ -99,7 +98,8 @@ class FlowerCommands(app_commands.Group):
             await reply.say(f"I could not open the run's thread here (Discord said {exc.status}: {exc.text}). "
                             "I need Send Messages, Create Public Threads and Embed Links in this channel.")
             return
-        result = await hub.start(task, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user, options=options)
+        here = ThreadRef(PLATFORM, str(channel.id), str(thread.id))
+        result = await hub.submit(Start(task, options), user, where=here)
         await _settle_starter(reply, result, starter, thread,
                               done=f"Started run `{result.run_id}` in {thread.mention}.", refused="✖️ Not started")
 
@@ -112,14 +112,14 @@ class FlowerCommands(app_commands.Group):
         async with reply.active():
             user = self.ctx.note(interaction.user)
             _, run_id = self.ctx.run_here(interaction.channel)
-            if run_id is not None and self.ctx.hub.is_live(run_id):
-                result = await self.ctx.hub.interrupt(run_id, message or "", user)
-                await self.ctx.tell(reply, result, suffix=SUBAGENT_WARNING)
+            if run_id is not None and self.ctx.hub.query.is_live(run_id):
+                result = await self.ctx.hub.submit(Interrupt(run_id, message or ""), user)
+                await self.ctx.show(reply, result, suffix=SUBAGENT_WARNING)
             else:
                 await self._list_to_stop(reply, user, in_thread=run_id is not None)
 
     async def _list_to_stop(self, reply: Reply, user: str, *, in_thread: bool) -> None:
-        runs = self.ctx.hub.runs(user=user, platform=PLATFORM, live_only=True)[:DISCORD.buttons_max]
+        runs = self.ctx.hub.query.runs(user=user, platform=PLATFORM, live_only=True)[:DISCORD.buttons_max]
         head = "This thread's run is not going. " if in_thread else ""
         if not runs:
             await reply.say(head + "You have no runs going. Start one with `/flower run`.")
@@ -141,7 +141,7 @@ class FlowerCommands(app_commands.Group):
             if run_id is None:
                 await reply.say("Use `/flower end` inside a run's thread (or the Stop button on its status card).")
             else:
-                await self.ctx.tell(reply, await self.ctx.hub.stop(run_id, user))
+                await self.ctx.show(reply, await self.ctx.hub.submit(Stop(run_id), user))
 
     @app_commands.command(name="status", description="This thread's run, or every run going")
     async def status(self, interaction: discord.Interaction[Any]) -> None:
@@ -149,7 +149,7 @@ class FlowerCommands(app_commands.Group):
         reply.ack(thinking=True)
         async with reply.active():
             _, run_id = self.ctx.run_here(interaction.channel)
-            result = self.ctx.hub.status(run_id=run_id) if run_id is not None else self.ctx.hub.status()
+            result = self.ctx.hub.query.status(run_id=run_id) if run_id is not None else self.ctx.hub.query.status()
             await reply.say(result.message)
 
     @app_commands.command(name="runs", description="The runs of this channel, newest first")
@@ -163,12 +163,13 @@ class FlowerCommands(app_commands.Group):
             thread = self.ctx.thread_of(interaction.channel)
             channel = thread.channel if thread is not None else str(getattr(interaction.channel, "id", ""))
             hub = self.ctx.hub
-            runs = hub.runs(platform=PLATFORM, channel=channel, live_only=False)[:15]
+            runs = hub.query.runs(platform=PLATFORM, channel=channel, live_only=False)[:15]
             text = ("Runs in this channel, newest first:\n" + "\n".join(self._line(r) for r in runs) if runs
                     else "No runs in this channel yet. Start one with `/flower run`.")
             if ended:
                 user = self.ctx.note(interaction.user)
-                over = [r for r in hub.runs(user=user, platform=PLATFORM, live_only=False) if not hub.is_live(r.run_id)]
+                mine = hub.query.runs(user=user, platform=PLATFORM, live_only=False)
+                over = [r for r in mine if not hub.query.is_live(r.run_id)]
                 text += ("\n**Your runs that have ended** (a message in a run's thread continues it):\n"
                          + "\n".join(self._line(r) for r in over[:ENDED_SHOWN]) if over
                          else "\nNo ended runs of yours.")
@@ -177,7 +178,8 @@ class FlowerCommands(app_commands.Group):
     def _line(self, r: RunRecord) -> str:
         """One run: id, state and round, a link to its thread, the task, its worker."""
         return (f"• `{r.run_id}` {r.status}{f' (round {r.round})' if r.round > 1 else ''} <#{r.thread.thread}> — "
-                f"{fmt.one_line(r.task, 70)}" + (f" (worker {w})" if (w := self.ctx.hub.holder(r.run_id)) else ""))
+                f"{fmt.one_line(r.task, 70)}"
+                + (f" (worker {w})" if (w := self.ctx.hub.query.holder(r.run_id)) else ""))
 
     @app_commands.command(name="follow", description="Show a run going elsewhere in a new thread here")
     @app_commands.describe(run="The run's id, e.g. r1a2b3c4d (`/flower runs`, or the run's status card)")
@@ -193,7 +195,7 @@ class FlowerCommands(app_commands.Group):
         if not isinstance(channel, discord.TextChannel):
             await reply.say("Follow runs from a text channel: the mirror gets a thread of its own there.")
             return
-        record, may = hub.run(run_id), hub.followable(run_id, user)  # checked before anything is posted
+        record, may = hub.query.run(run_id), hub.query.followable(run_id, user)  # checked before anything is posted
         if record is None or not may.ok:
             await reply.say(may.message)
             return
@@ -201,7 +203,8 @@ class FlowerCommands(app_commands.Group):
         if opened is None:
             return
         starter, thread = opened
-        result = await hub.follow(run_id, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user)
+        here = ThreadRef(PLATFORM, str(channel.id), str(thread.id))
+        result = await hub.submit(Follow(run_id), user, where=here)
         await _settle_starter(reply, result, starter, thread,
                               done=f"Following run `{run_id}` in {thread.mention}.", refused="✖️ Not following")
 
@@ -221,7 +224,7 @@ class FlowerCommands(app_commands.Group):
         if not isinstance(channel, discord.TextChannel):
             await reply.say("Resume runs from a text channel: the run gets a thread of its own there.")
             return
-        record, may = hub.run(run_id), hub.resumable(run_id, user)  # checked before anything is posted
+        record, may = hub.query.run(run_id), hub.query.resumable(run_id, user)  # checked before anything is posted
         if record is None or not may.ok:
             await reply.say(may.message)
             return
@@ -230,7 +233,8 @@ class FlowerCommands(app_commands.Group):
         if opened is None:
             return
         starter, thread = opened
-        result = await hub.resume(run_id, ThreadRef(PLATFORM, str(channel.id), str(thread.id)), user, text)
+        here = ThreadRef(PLATFORM, str(channel.id), str(thread.id))
+        result = await hub.submit(Resume(run_id, text), user, where=here)
         await _settle_starter(reply, result, starter, thread,
                               done=f"{result.message} {thread.mention}".strip(), refused="✖️ Not resumed")
 
@@ -244,7 +248,7 @@ class FlowerCommands(app_commands.Group):
             if thread is None:
                 await reply.say("Use `/flower unfollow` inside the thread that follows a run.")
                 return
-            await self.ctx.tell(reply, await self.ctx.hub.unfollow(thread, user))
+            await self.ctx.show(reply, await self.ctx.hub.submit(Unfollow(), user, where=thread))
 
     @app_commands.command(name="wake", description="Bring back a run that did not come back after a restart")
     @app_commands.describe(run="The run's id (default: this thread's run)")
@@ -258,7 +262,7 @@ class FlowerCommands(app_commands.Group):
             if run_id is None:
                 await reply.say("Use `/flower wake` inside a run's thread, or name the run: `/flower wake run:<id>`.")
             else:
-                await self.ctx.tell(reply, await self.ctx.hub.wake(run_id, user))
+                await self.ctx.show(reply, await self.ctx.hub.submit(Wake(run_id), user))
 
     @app_commands.command(name="help", description="How to use flower here")
     async def help(self, interaction: discord.Interaction[Any]) -> None:

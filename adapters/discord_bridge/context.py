@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from adapters.hub import IntentResult
-from adapters.surface import ThreadRef
+from adapters.platform import Surface, SurfaceError, ThreadRef
 
 if TYPE_CHECKING:
     from adapters.discord_bridge.reply import Reply
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 class DiscordContext:
     def __init__(self) -> None:
         self._hub: Hub | None = None
+        self.surface: Surface | None = None  # set by the front end: how one person is told something alone
 
     @property
     def hub(self) -> Hub:
@@ -48,7 +49,7 @@ class DiscordContext:
         """The hub's user id for this person (the snowflake as text), with their name and roles noted."""
         user = str(who.id)
         roles = [f"role:{r.id}" for r in who.roles] if isinstance(who, discord.Member) else None
-        self.hub.note(user, who.display_name, roles)
+        self.hub.hooks.note(user, who.display_name, roles)
         return user
 
     # ---- places ----------------------------------------------------------------------------------
@@ -57,7 +58,7 @@ class DiscordContext:
         if isinstance(channel, discord.Thread) and channel.parent_id:
             return ThreadRef(PLATFORM, str(channel.parent_id), str(channel.id))
         if isinstance(channel, discord.PartialMessageable) and channel.id:  # not cached: known runs only
-            return self.hub.thread_by_id(PLATFORM, str(channel.id))
+            return self.hub.query.thread_by_id(PLATFORM, str(channel.id))
         return None
 
     def where(self, channel: Any) -> ThreadRef | None:
@@ -71,7 +72,7 @@ class DiscordContext:
     def run_here(self, channel: Any) -> tuple[ThreadRef | None, str | None]:
         """The thread this channel is and the run it shows, its own or one it follows (either may be None)."""
         thread = self.thread_of(channel)
-        return thread, (self.hub.run_in(thread) if thread is not None else None)
+        return thread, (self.hub.query.run_in(thread) if thread is not None else None)
 
     # ---- delivery --------------------------------------------------------------------------------
     def fresh(self, interaction: discord.Interaction[Any]) -> bool:
@@ -80,10 +81,10 @@ class DiscordContext:
         if not isinstance(interaction.user, discord.User | discord.Member):
             log.warning("discord: skipped a malformed INTERACTION_CREATE dispatch: no 'member.user' or 'user'")
             return False
-        return self.ready and not self.hub.seen(f"discord:interaction:{interaction.id}")
+        return self.ready and not self.hub.hooks.seen(f"discord:interaction:{interaction.id}")
 
     @staticmethod
-    async def tell(reply: Reply, result: IntentResult, *, quiet_when_ok: bool = False, suffix: str = "") -> None:
+    async def show(reply: Reply, result: IntentResult, *, quiet_when_ok: bool = False, suffix: str = "") -> None:
         """Show the outcome of an intent to the person who asked for it.
 
         A replayed delivery (ok + duplicate) shows nothing; a late click on a settled card (duplicate,
@@ -91,3 +92,14 @@ class DiscordContext:
         text = result.to_show(quiet_when_ok=quiet_when_ok)
         if text is not None:
             await reply.say(text + (suffix if result.ok else ""))
+
+    async def tell(self, thread: ThreadRef, user: str, text: str) -> None:
+        """One line to one person alone, with no interaction to answer (the surface's notify: a DM, else a
+        line in the thread); never raises."""
+        if self.surface is None:
+            log.warning("nowhere to tell %s: %s", user, text)
+            return
+        try:
+            await self.surface.notify(thread, user, text)
+        except SurfaceError as exc:
+            log.warning("could not tell %s in %s: %r", user, thread, exc)

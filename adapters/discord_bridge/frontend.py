@@ -78,7 +78,8 @@ class DiscordFrontend:
 
     def attach(self, hub: Hub) -> None:
         self.ctx.attach(hub)
-        self.surface.who = hub.display
+        self.ctx.surface = self.surface
+        self.surface.who = hub.query.display
         self.surface.footer = self._footer
 
     async def start(self) -> None:
@@ -147,8 +148,8 @@ class DiscordFrontend:
 
     def _footer(self, thread: ThreadRef) -> str:
         hub = self.ctx.hub
-        run_id = hub.run_in(thread)
-        record = hub.run(run_id) if run_id else None
+        run_id = hub.query.run_in(thread)
+        record = hub.query.run(run_id) if run_id else None
         if record is None:
             return ""
-        return f"run {record.run_id} · started by {hub.display(record.owner)}"
+        return f"run {record.run_id} · started by {hub.query.display(record.owner)}"

@@ -1,141 +1,98 @@
-"""Clicks, form submissions and thread messages -> hub intents.
+"""Inbound, pure: what a dispatch must hold before a handler reads it, and the intent it carries.
 
-Buttons carry `adapters.ids` action ids. A button that needs words (answer in words, interrupt,
-ask the oracle) opens a form first — the form must be the interaction's first answer, so nothing
-is deferred before it; the Stop button opens the Stop form (message + "end the run"). Every other
-click is acknowledged at once with a silent deferred update and handled beside it: the card itself
-shows the outcome, so a successful answer adds no message. The interaction id is the delivery id.
+```
+option_problem(command, data)     a slash command's option values against its parameters' types
+message_problem(message)          a MESSAGE_CREATE that is no one's message
+is_person_message(message)        a person's words or files (not a bot, a webhook, a system message)
+reply_to_of(message)              the message it replies to ("" for none)
+stop_form_intent(run, text, end)  the Stop form's submission: Stop, or Interrupt with the words
+```
 
-Clicks and forms carry `where=` (the thread, or the DM, they came from): the cards of a run shown in
-several places say where it was answered.
-
-A person's message in a run's thread (its own or one following it) goes to `hub.said` (oracle,
-keyed answer, reply to a card, or inbox mail — one rule for every platform, in the hub); one with
-attachments goes to `hub.attach` once they are fetched (files.py). Bots,
-webhooks and system messages are ignored, and so are threads that hold no run.
+discord.py trusts Discord: an option's value reaches the command as sent (a word where `asks` wants a
+whole number), and a MESSAGE_CREATE missing a part it treats as optional (`author` with no `member`)
+becomes a `Message` without that attribute. Bad input of either kind is turned away here with one
+sentence (a person's ephemeral reply, or one log line), before any handler trips over it.
 """
 
 from __future__ import annotations
 
-import logging
+import math
 from typing import Any
 
 import discord
+from discord import app_commands
+from discord.enums import AppCommandOptionType
 
-from adapters.discord_bridge.checks import message_problem
-from adapters.discord_bridge.context import DiscordContext
-from adapters.discord_bridge.files import fetch_all
-from adapters.discord_bridge.modals import StopModal, WordsModal
-from adapters.discord_bridge.reply import Reply
-from adapters.ids import IdError, decode, encode
+from adapters.hub import Interrupt, Stop
 
-__all__ = ["SUBAGENT_WARNING", "Actions"]
+__all__ = ["is_person_message", "message_problem", "option_problem", "reply_to_of", "stop_form_intent"]
 
-log = logging.getLogger(__name__)
-
-SUBAGENT_WARNING = "\nA subagent in flight loses its half-done work. To end the run for good: `/flower end`."
 _PERSON_MESSAGES = (discord.MessageType.default, discord.MessageType.reply)
+_GROUPS = (AppCommandOptionType.subcommand.value, AppCommandOptionType.subcommand_group.value)
 
 
-class Actions:
-    def __init__(self, ctx: DiscordContext) -> None:
-        self.ctx = ctx
+def _fits(kind: AppCommandOptionType, value: Any) -> str | None:
+    """None when `value` is what an option of `kind` carries, else what it should have been."""
+    if kind is AppCommandOptionType.integer:
+        return None if isinstance(value, int) and not isinstance(value, bool) else "a whole number"
+    if kind is AppCommandOptionType.number:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return None if ok else "a number"
+    if kind is AppCommandOptionType.string:
+        return None if isinstance(value, str) else "text"
+    if kind is AppCommandOptionType.boolean:
+        return None if isinstance(value, bool) else "true or false"
+    return None  # users, channels, attachments…: discord.py resolves those itself
 
-    def fresh(self, interaction: discord.Interaction[Any]) -> bool:
-        return self.ctx.fresh(interaction)
 
-    # ---- buttons ---------------------------------------------------------------------------------
-    async def on_button(self, interaction: discord.Interaction[Any], action_id: str) -> None:
-        reply = Reply(interaction)
-        async with reply.active():
-            try:
-                action = decode(action_id)
-            except IdError as exc:
-                log.info("a click on a button that is not ours (%s)", exc)
-                await reply.say("That button is not one of mine (another bot's, or an older version's).")
-                return
-            user = self.ctx.note(interaction.user)
-            if action.verb == "stop":
-                decision = self.ctx.hub.may(user, "send", run_id=action.run_id)  # before a form opens for nothing
-                if not decision:
-                    await reply.say(decision.reason)
-                    return
-                await interaction.response.send_modal(StopModal(
-                    run_id=action.run_id, fresh=self.fresh,
-                    on_submit=lambda ix, text, end: self.on_stop_form(ix, action.run_id, text, end)))
-                return
-            delivery = str(interaction.id)
-            where = self.ctx.where(interaction.channel)
-            if action.verb in ("txt", "int", "orc"):
-                result = await self.ctx.hub.handle_action(action_id, user, delivery_id=delivery, where=where)
-                if result.needs_input:
-                    key = action.card_id.split("-", 1)[-1]
-                    await interaction.response.send_modal(WordsModal(
-                        verb=action.verb, run_id=action.run_id, key=key, prompt=result.needs_input, fresh=self.fresh,
-                        on_submit=lambda ix, text: self.on_words_form(ix, action_id, text)))
-                    return
-                reply.ack(thinking=False)
-                await self.ctx.tell(reply, result)
-                return
-            reply.ack(thinking=False)
-            # On a live run the card itself shows the answer; a sleeping run's wake is worth a word.
-            live = self.ctx.hub.is_live(action.run_id)
-            result = await self.ctx.hub.handle_action(action_id, user, delivery_id=delivery, where=where)
-            await self.ctx.tell(reply, result, quiet_when_ok=live and action.verb in ("ans", "dec"))
+def option_problem(command: Any, data: Any) -> str | None:
+    """What is wrong with a slash command's option values, checked against the command's own parameter
+    types (never the types the payload claims), or None."""
+    if not isinstance(command, app_commands.Command) or not isinstance(data, dict):
+        return None
+    options = data.get("options") or []
+    while isinstance(options, list) and options and isinstance(options[0], dict) and \
+            options[0].get("type") in _GROUPS:  # down to the subcommand's own options
+        options = options[0].get("options") or []
+    if not isinstance(options, list):
+        return "its options are not a list"
+    for option in options:
+        if not isinstance(option, dict) or not isinstance(option.get("name"), str):
+            return "an option has no name"
+        # Payloads name an option as Discord shows it (a renamed parameter's display name, not its Python name).
+        param = next((p for p in command.parameters if p.display_name == option["name"]), None)
+        if param is None:
+            return f"`{option['name'][:40]}` is not one of its options"
+        want = _fits(param.type, option.get("value"))
+        if want is not None:
+            return f"`{param.display_name}` must be {want}"
+    return None
 
-    # ---- forms -----------------------------------------------------------------------------------
-    async def on_words_form(self, interaction: discord.Interaction[Any], action_id: str, text: str) -> None:
-        reply = Reply(interaction)
-        async with reply.active():
-            reply.ack(thinking=False)
-            user = self.ctx.note(interaction.user)
-            action = decode(action_id)
-            live = self.ctx.hub.is_live(action.run_id)
-            result = await self.ctx.hub.handle_action(action_id, user, delivery_id=str(interaction.id), text=text,
-                                                      where=self.ctx.where(interaction.channel))
-            verb = action.verb
-            await self.ctx.tell(reply, result, quiet_when_ok=live and verb == "txt",
-                                suffix=SUBAGENT_WARNING if verb == "int" else "")
 
-    async def on_stop_form(self, interaction: discord.Interaction[Any], run_id: str, text: str, end: bool) -> None:
-        reply = Reply(interaction)
-        async with reply.active():
-            reply.ack(thinking=False)
-            user = self.ctx.note(interaction.user)
-            delivery = str(interaction.id)
-            if end:
-                result = await self.ctx.hub.handle_action(encode("stop", run_id), user, delivery_id=delivery)
-            else:
-                result = await self.ctx.hub.handle_action(encode("int", run_id), user, delivery_id=delivery,
-                                                          text=text)
-            await self.ctx.tell(reply, result, suffix="" if end else SUBAGENT_WARNING)
+def message_problem(message: discord.Message) -> str | None:
+    """What a parsed message lacks that a person's message always has, or None."""
+    author = getattr(message, "author", None)
+    if author is None:
+        return "no 'author'"
+    if isinstance(author, discord.Member) and getattr(author, "guild", None) is None:
+        return "an author of a server this bot is not in"
+    if not isinstance(getattr(message, "content", None), str):
+        return "'content' is not text"
+    return None
 
-    # ---- thread messages ------------------------------------------------------------------------
-    async def on_message(self, message: discord.Message) -> None:
-        if (problem := message_problem(message)) is not None:  # discord.py parsed it, but it is no one's message
-            log.warning("discord: skipped a malformed MESSAGE_CREATE dispatch: %s", problem)
-            return
-        if not self.ctx.ready or message.author.bot or message.webhook_id is not None:
-            return
-        if message.type not in _PERSON_MESSAGES or not (message.content.strip() or message.attachments):
-            return
-        thread, run_id = self.ctx.run_here(message.channel)
-        if thread is None or run_id is None:
-            return
-        hub = self.ctx.hub
-        if hub.seen(f"discord:message:{message.id}"):
-            return  # the same message again (a replayed dispatch)
-        user = self.ctx.note(message.author)
-        ref = message.reference
-        reply_to = str(ref.message_id) if ref is not None and ref.message_id is not None else ""
-        try:
-            if message.attachments:  # files go to the run's inbox/ with the words (files.py)
-                files = await fetch_all(message.attachments, hub.upload_limits(run_id, thread).max_file_bytes)
-                await hub.attach(run_id, files, message.content, user, origin=str(message.id), where=thread)
-            else:
-                result = await hub.said(thread, user, message.content, origin=str(message.id), reply_to=reply_to)
-                shown = result.to_show(quiet_when_ok=True) if result is not None else None
-                if shown is not None:  # no interaction to answer: the hub tells the one person (a DM)
-                    await hub.refuse(thread, user, shown, run_id)
-        except Exception:  # one bad message must not take the listener down
-            log.exception("message %s in %s not handled", message.id, thread)
+
+def is_person_message(message: discord.Message) -> bool:
+    """A person's message with words or files in it (bots, webhooks and system messages are not)."""
+    if message.author.bot or message.webhook_id is not None or message.type not in _PERSON_MESSAGES:
+        return False
+    return bool(message.content.strip() or message.attachments)
+
+
+def reply_to_of(message: discord.Message) -> str:
+    ref = message.reference
+    return str(ref.message_id) if ref is not None and ref.message_id is not None else ""
+
+
+def stop_form_intent(run_id: str, text: str, end: bool) -> Stop | Interrupt:
+    """"End the run for good" ticked: a Stop; else an Interrupt with the words (empty: just stop and go on)."""
+    return Stop(run_id) if end else Interrupt(run_id, text)

@@ -19,10 +19,12 @@ from discord import ui
 from adapters.ids import ID_PATTERN
 from adapters.platform import DISCORD, Button, OutMessage
 
-__all__ = ["NO_MENTIONS", "ActionButton", "Rendered", "buttons_view", "context_bar", "render"]
+__all__ = ["NO_MENTIONS", "SUBAGENT_WARNING", "ActionButton", "Rendered", "buttons_view", "context_bar", "render"]
 
 # Agent text never pings anyone: no @everyone/@here, roles, users, nor the author of a replied message.
 NO_MENTIONS = discord.AllowedMentions.none()
+# Said under an interrupt's outcome.
+SUBAGENT_WARNING = "\nA subagent in flight loses its half-done work. To end the run for good: `/flower end`."
 
 STYLES = {"default": discord.ButtonStyle.secondary, "primary": discord.ButtonStyle.primary,
           "danger": discord.ButtonStyle.danger}

@@ -113,9 +113,19 @@ class Hub:
             card_handler=CardHandler(self.book, self.cards, self.places, self.mirrors, self.restarts, refuse),
             run_handler=RunHandler(self.book, store, self.restarts, self.access, self.outboxes, refuse),
             mirrors=self.mirrors, rounds=self.rounds, intake=self.intake)
-        self.query = HubQuery(self.book, self.cards, self.mirrors, self.access, self.people, self.intake,
+        self._query = HubQuery(self.book, self.cards, self.mirrors, self.access, self.people, self.intake,
                               self.admission, self.rounds)
-        self.hooks = HubHooks(store, self.people, self.launcher.taps, self.mirrors)
+        self._hooks = HubHooks(store, self.people, self.launcher.taps, self.mirrors)
+
+    @property
+    def query(self) -> HubQuery:
+        """Read-only questions a platform may ask (query.py)."""
+        return self._query
+
+    @property
+    def hooks(self) -> HubHooks:
+        """What a platform tells the hub that is not a person's intent (hooks.py)."""
+        return self._hooks
 
     # ---- the door ---------------------------------------------------------------------------------
     @overload

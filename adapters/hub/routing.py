@@ -34,10 +34,10 @@ from adapters.hub.intents import (
 )
 from adapters.hub.replies import parse_reply
 from adapters.hub.results import Form, IntentResult
-from adapters.ids import ActionId
+from adapters.ids import ActionId, IdError, decode
 from adapters.surface import ThreadRef
 
-__all__ = ["FORMS", "NOT_MINE", "ROUTED_VERBS", "WordsFirst", "click", "said"]
+__all__ = ["FORMS", "NOT_MINE", "ROUTED_VERBS", "WordsFirst", "click", "opens_form", "said"]
 
 NOT_MINE = "That button is not one of mine"
 
@@ -62,6 +62,16 @@ FORMS: dict[str, tuple[RunPermission, Form]] = {
 ROUTED_VERBS = frozenset({"ans", "txt", "dec", "stop", "int", "wake", "fil", "orc"})
 
 
+def opens_form(click: Click) -> bool:
+    """Whether the door may answer this click with a form rather than act (a platform that must choose
+    between a form and an acknowledgement before it knows, Discord, asks this first). Pure."""
+    try:
+        verb = decode(click.action_id).verb
+    except IdError:
+        return False
+    return verb in FORMS and click.text is None and (verb != "stop" or click.stop_form)
+
+
 def said(said: Said, thread: ThreadRef, book: RunBook, cards: CardBook) -> RunIntent | None:
     """What a person's plain message in `thread` means; None when the thread holds no run (or it says nothing)."""
     run_id = book.run_in(thread)
@@ -84,7 +94,7 @@ def said(said: Said, thread: ThreadRef, book: RunBook, cards: CardBook) -> RunIn
 def click(action: ActionId, pressed: Click, cards: CardBook) -> RunIntent | WordsFirst | IntentResult:
     """The intent a decoded button names (`pressed.text`: the words a form asked for, if any)."""
     verb, run_id, card_id, text = action.verb, action.run_id, action.card_id, pressed.text
-    if verb in FORMS and text is None and (verb != "stop" or pressed.stop_form):
+    if opens_form(pressed):
         permission, form = FORMS[verb]
         return WordsFirst(run_id, permission, form)
     if verb == "ans":

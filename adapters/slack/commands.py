@@ -19,6 +19,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
 
+from adapters.hub import Interrupt, Wake
 from adapters.ids import encode
 from adapters.platform import SLACK
 from adapters.slack.context import PLATFORM, SlackContext, usage
@@ -76,26 +77,26 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ack(text=_runs(ctx, channel, user, ended=cmd.text == "all"))
         elif cmd.kind in ("follow", "unfollow"):
             await ack()
-            await ctx.know(user, name)
+            await ctx.note(user, name)
             mirror = ctx.follow_run if cmd.kind == "follow" else ctx.unfollow_run
             result = await mirror(cmd.text, channel, user)
             if not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
         elif cmd.kind == "resume":
             await ack()
-            await ctx.know(user, name)
+            await ctx.note(user, name)
             result = await ctx.resume_run(cmd.text, channel, user, cmd.words)
             if not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
         elif cmd.kind == "wake":
             await ack()
-            await ctx.know(user, name)
-            result = await ctx.hub.wake(cmd.text, user)
+            await ctx.note(user, name)
+            result = await ctx.hub.submit(Wake(cmd.text), user)
             if not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
         else:
             await ack()
-            await ctx.know(user, name)
+            await ctx.note(user, name)
             result = await ctx.start_run(cmd.text, channel, user, options=cmd.options, approve=cmd.approve)
             if not result.ok and not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
@@ -110,18 +111,18 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ack(text="That command arrived incomplete; please try again.")
             return
         hub = ctx.hub
-        mine = hub.runs(user=user, platform=PLATFORM, channel=channel)
+        mine = hub.query.runs(user=user, platform=PLATFORM, channel=channel)
         if len(mine) == 1:
             await ack()
-            await ctx.know(user, name)
-            result = await hub.interrupt(mine[0].run_id, text, user)
+            await ctx.note(user, name)
+            result = await hub.submit(Interrupt(mine[0].run_id, text), user)
             if result.ok:
                 await _reply(respond, ctx, channel, user, result.message, note=INTERRUPT_WARNING)
             elif not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
             return
-        candidates = mine or [r for r in hub.runs(platform=PLATFORM, channel=channel)
-                              if hub.may(user, "send", run_id=r.run_id)]
+        candidates = mine or [r for r in hub.query.runs(platform=PLATFORM, channel=channel)
+                              if hub.query.may(user, "send", run_id=r.run_id)]
         if not candidates:
             await ack(text="No live run of yours in this channel. `/flower runs` lists the runs you can see.")
             return
@@ -145,23 +146,23 @@ async def _reply(respond: Any, ctx: SlackContext, channel: str, user: str, text:
 
 
 def _line(ctx: SlackContext, r: RunRecord) -> str:
-    state = ctx.hub.state(r.run_id)
+    state = ctx.hub.query.state(r.run_id)
     if r.round > 1:
         state += f", round {r.round}"
     link = f" ({t})" if r.thread.platform == PLATFORM and (t := ctx.thread_link(r.thread)) else ""
     return (f"• `{r.run_id}` in <#{r.thread.channel}>{link} — {state} — {mrkdwn_escape(_fmt.one_line(r.task, 80))} "
-            f"(started by {mrkdwn_escape(ctx.hub.display(r.owner))})"
-            + (f" · worker `{mrkdwn_escape(w)}`" if (w := ctx.hub.holder(r.run_id)) else ""))
+            f"(started by {mrkdwn_escape(ctx.hub.query.display(r.owner))})"
+            + (f" · worker `{mrkdwn_escape(w)}`" if (w := ctx.hub.query.holder(r.run_id)) else ""))
 
 
 def _status(ctx: SlackContext, channel: str) -> str:
     hub = ctx.hub
-    live = hub.runs(platform=PLATFORM, channel=channel)
+    live = hub.query.runs(platform=PLATFORM, channel=channel)
     if not live:
-        last = hub.runs(platform=PLATFORM, channel=channel, live_only=False)[:1]
-        tail = f" The last one: {mrkdwn_escape(hub.status(run_id=last[0].run_id).message)}" if last else ""
+        last = hub.query.runs(platform=PLATFORM, channel=channel, live_only=False)[:1]
+        tail = f" The last one: {mrkdwn_escape(hub.query.status(run_id=last[0].run_id).message)}" if last else ""
         return f"No run going in this channel.{tail}"
-    return "\n".join(mrkdwn_escape(hub.status(run_id=r.run_id).message) for r in live)
+    return "\n".join(mrkdwn_escape(hub.query.status(run_id=r.run_id).message) for r in live)
 
 
 ENDED_SHOWN = 10  # `/flower runs all`: the caller's newest ended runs
@@ -170,7 +171,7 @@ ENDED_SHOWN = 10  # `/flower runs all`: the caller's newest ended runs
 def _runs(ctx: SlackContext, channel: str, user: str, *, ended: bool = False) -> str:
     """Live runs of this channel and the caller's own elsewhere (others' runs in channels the caller
     may not be in are counted, not shown); `ended`: then the caller's own runs that have ended."""
-    live = ctx.hub.runs(platform=PLATFORM)
+    live = ctx.hub.query.runs(platform=PLATFORM)
     shown = [r for r in live if r.thread.channel == channel or r.owner == user]
     hidden = len(live) - len(shown)
     text = "\n".join(_line(ctx, r) for r in shown) + (f"\n_{hidden} more in other channels._" if hidden else "")
@@ -178,7 +179,8 @@ def _runs(ctx: SlackContext, channel: str, user: str, *, ended: bool = False) ->
         text = "No live runs you can see." + (f" ({len(live)} in other channels.)" if live else "")
     if not ended:
         return text
-    over = [r for r in ctx.hub.runs(user=user, platform=PLATFORM, live_only=False) if not ctx.hub.is_live(r.run_id)]
+    query = ctx.hub.query
+    over = [r for r in query.runs(user=user, platform=PLATFORM, live_only=False) if not query.is_live(r.run_id)]
     if not over:
         return text + "\nNo ended runs of yours."
     return (text + "\n*Your runs that have ended* (a reply in a run's thread continues it):\n"

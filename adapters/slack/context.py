@@ -22,7 +22,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.hub import Hub, IntentResult, RunOptions
+from adapters.hub import Follow, Hub, IntentResult, Resume, RunOptions, Start, Unfollow
 from adapters.lru import LRU
 from adapters.platform import SLACK
 from adapters.slack.errors import is_code
@@ -76,7 +76,7 @@ class SlackContext:
 
     def seen(self, key: str) -> bool:
         """Dedupe an inbound delivery (True: handled before, within the store's TTL)."""
-        return self._hub is not None and self._hub.seen(key)
+        return self._hub is not None and self._hub.hooks.seen(key)
 
     # ---- threads and runs -----------------------------------------------------------------------------
     @staticmethod
@@ -85,33 +85,33 @@ class SlackContext:
 
     def run_in(self, thread: ThreadRef) -> RunRecord | None:
         """The run this thread shows (its own, or one it follows)."""
-        run_id = self.hub.run_in(thread)
-        return self.hub.run(run_id) if run_id else None
+        run_id = self.hub.query.run_in(thread)
+        return self.hub.query.run(run_id) if run_id else None
 
     def answers_here(self, thread: ThreadRef) -> bool:
         """A person's message in this thread is for a run: one going, one asleep since a restart (its cards
         still answer), or one that has ended (the words start its next round). Only a run that died with the
         bot leaves its thread to people: its Wake button brings it back."""
         record = self.run_in(thread)
-        return record is not None and (self.hub.is_live(record.run_id) or record.status != DIED)
+        return record is not None and (self.hub.query.is_live(record.run_id) or record.status != DIED)
 
     def footer(self, thread: ThreadRef) -> str:
         record = self.run_in(thread)
         if record is None:
             return ""
-        return f"Started by {self.hub.display(record.owner)} · run {record.run_id}"
+        return f"Started by {self.hub.query.display(record.owner)} · run {record.run_id}"
 
     def describe(self, thread: ThreadRef) -> tuple[str, str] | None:
         record = self.run_in(thread)
         return (_fmt.one_line(record.task, SLACK.session_title_max), record.owner) if record is not None else None
 
     # ---- people ---------------------------------------------------------------------------------------
-    async def know(self, user: str, name: str = "") -> None:
+    async def note(self, user: str, name: str = "") -> None:
         """Note who `user` is: the name a payload carried, else (once) Slack's users.info."""
         if not user:
             return
         if name:
-            self.hub.note(user, name)
+            self.hub.hooks.note(user, name)
             self._looked_up.put(user, True)
             return
         if self._looked_up.get(user):
@@ -126,7 +126,7 @@ class SlackContext:
         profile = info.get("profile") or {}
         display = profile.get("display_name") or profile.get("real_name") or info.get("real_name") or info.get("name")
         if display:
-            self.hub.note(user, str(display))
+            self.hub.hooks.note(user, str(display))
 
     # ---- telling people ---------------------------------------------------------------------------------
     async def tell(self, channel: str, user: str, text: str, thread_ts: str = "") -> None:
@@ -139,12 +139,12 @@ class SlackContext:
         except SurfaceError as exc:
             log.warning("could not tell %s in %s: %s", user, channel, exc)
 
-    async def report(self, result: IntentResult, channel: str, user: str, thread_ts: str = "", *,
-                     success: bool = False) -> None:
+    async def show(self, result: IntentResult, channel: str, user: str, thread_ts: str = "", *,
+                   quiet_when_ok: bool = True) -> None:
         """Show an intent's outcome to the actor, as the hub's result says (`IntentResult.to_show`): a refusal
         the hub did not tell itself, a late click ("already settled (answered by …)", "this run has ended"),
-        every time, and successes when asked to."""
-        text = result.to_show(quiet_when_ok=not success)
+        every time, and a success unless the thread itself shows it (`quiet_when_ok`)."""
+        text = result.to_show(quiet_when_ok=quiet_when_ok)
         if text is not None:
             await self.tell(channel, user, text, thread_ts)
 
@@ -166,16 +166,16 @@ class SlackContext:
         task = task.strip()
         if not task:
             return IntentResult(False, usage())
-        decision = hub.may(user, "start", channel=f"{PLATFORM}:{channel}")
+        decision = hub.query.may(user, "start", channel=f"{PLATFORM}:{channel}")  # before a root is posted
         if not decision:
             await self.tell(channel, user, decision.reason, thread_ts)
             return IntentResult(False, decision.reason)
+        start = Start(task, run_options)
         if thread_ts:
-            return await hub.start(task, self.thread(channel, thread_ts), user, options=run_options)
+            return await hub.submit(start, user, where=self.thread(channel, thread_ts))
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(task, 200)}", title="⏳ Starting",
-                          fields=[("Started by", hub.display(user))])
-        return await self._under_new_root(channel, card, lambda thread: hub.start(task, thread, user,
-                                                                                  options=run_options))
+                          fields=[("Started by", hub.query.display(user))])
+        return await self._under_new_root(channel, card, lambda thread: hub.submit(start, user, where=thread))
 
     async def _under_new_root(self, channel: str, card: OutMessage,
                               act: Callable[[ThreadRef], Awaitable[IntentResult]], run_id: str = "") -> IntentResult:
@@ -189,7 +189,7 @@ class SlackContext:
             log.warning("could not post a new root in %s: %s", channel, exc)
             return IntentResult(False, f"Could not post in this channel ({exc}); try again in a moment.", run_id)
         thread = self.thread(channel, root)
-        self.hub.remember_message(thread, STATUS_KEY, root)
+        self.hub.hooks.remember_message(thread, STATUS_KEY, root)
         self.surface.provisional(thread, True)
         try:
             result = await act(thread)
@@ -214,40 +214,42 @@ class SlackContext:
         """Mirror a live run into a new thread of `channel`. Checked first, so a refused person
         leaves no root behind; a refusal the hub still makes removes the root again."""
         hub = self.hub
-        record = hub.run(run_id)
+        record = hub.query.run(run_id)
         if record is None:
             return IntentResult(False, f"No run {run_id}. `/flower runs` lists the runs you can see.")
-        may = hub.followable(run_id, user)
+        may = hub.query.followable(run_id, user)
         if not may.ok:
             return may
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(record.task, 200)}",
-                          title=f"👀 Following run {run_id}", fields=[("Started by", hub.display(record.owner))])
-        return await self._under_new_root(channel, card, lambda thread: hub.follow(run_id, thread, user), run_id)
+                          title=f"👀 Following run {run_id}", fields=[("Started by", hub.query.display(record.owner))])
+        return await self._under_new_root(channel, card, lambda thread: hub.submit(Follow(run_id), user, where=thread),
+                                          run_id)
 
     async def resume_run(self, run_id: str, channel: str, user: str, words: str) -> IntentResult:
         """`/flower resume`: show the run in a new thread of `channel` and, with words, continue it there
-        (Hub.resume). Checked first, as a follow is, so a refusal leaves no root behind."""
+        (a `Resume`). Checked first, as a follow is, so a refusal leaves no root behind."""
         hub = self.hub
-        record = hub.run(run_id)
+        record = hub.query.run(run_id)
         if record is None:
             return IntentResult(False, f"No run {run_id}. `/flower runs all` lists the runs you can resume.")
-        may = hub.resumable(run_id, user)
+        may = hub.query.resumable(run_id, user)
         if not may.ok:
             return may
         card = OutMessage(STATUS_KEY, "status", f"Task: {_fmt.one_line(record.task, 200)}",
-                          title=f"↩️ Resuming run {run_id}", fields=[("Started by", hub.display(record.owner))])
-        return await self._under_new_root(channel, card, lambda thread: hub.resume(run_id, thread, user, words),
+                          title=f"↩️ Resuming run {run_id}", fields=[("Started by", hub.query.display(record.owner))])
+        return await self._under_new_root(channel, card, lambda thread: hub.submit(Resume(run_id, words), user,
+                                                                                 where=thread),
                                           run_id)
 
     async def unfollow_run(self, run_id: str, channel: str, user: str) -> IntentResult:
         """End every thread of `channel` that follows `run_id` (its own thread is not a mirror)."""
         hub = self.hub
-        threads = [t for t in hub.followers(run_id) if t.platform == PLATFORM and t.channel == channel]
+        threads = [t for t in hub.query.followers(run_id) if t.platform == PLATFORM and t.channel == channel]
         if not threads:
             return IntentResult(False, f"No thread of this channel follows run {run_id}.", run_id)
         result = IntentResult(False, "", run_id)
         for thread in threads:
-            result = await hub.unfollow(thread, user)
+            result = await hub.submit(Unfollow(), user, where=thread)
             if not result.ok:
                 return result
         return result

@@ -27,6 +27,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
+from adapters.hub import Interrupt, Said
 from adapters.slack.commands import HELP
 from adapters.slack.context import SlackContext, usage
 from adapters.slack.files import attach_shared, read_files
@@ -67,13 +68,13 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         thread = ctx.thread(channel, thread_ts)
         if not ctx.answers_here(thread):
             return
-        await ctx.know(user)
+        await ctx.note(user)
         if shared:  # files go to the run's inbox/ with the words (files.py)
             result = await attach_shared(ctx, thread, user, text, ts, shared)
         else:
-            result = await ctx.hub.said(thread, user, text, origin=ts)
+            result = await ctx.hub.submit(Said(text, origin=ts), user, where=thread)
         if result is not None:
-            await ctx.report(result, channel, user, thread_ts)
+            await ctx.show(result, channel, user, thread_ts)
 
     async def on_mention(event: dict[str, Any]) -> None:
         if event.get("bot_id"):
@@ -86,13 +87,13 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         user, channel, ts, thread_ts = got["user"], got["channel"], got["ts"], got["thread_ts"]
         text = strip_bot_mention(got["text"], ctx.bot_user_id)
-        await ctx.know(user)
+        await ctx.note(user)
         if thread_ts and thread_ts != ts and ctx.answers_here(ctx.thread(channel, thread_ts)):
             here = ctx.thread(channel, thread_ts)
             result = await attach_shared(ctx, here, user, text, ts, shared) if shared else \
-                await ctx.hub.said(here, user, text, origin=ts)
+                await ctx.hub.submit(Said(text, origin=ts), user, where=here)
             if result is not None:
-                await ctx.report(result, channel, user, thread_ts)
+                await ctx.show(result, channel, user, thread_ts)
             return
         in_thread = thread_ts if thread_ts and thread_ts != ts else ""
         if not text or text.lower() in ("help", "usage"):
@@ -100,7 +101,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         result = await ctx.start_run(text, channel, user, thread_ts=in_thread)
         if not result.ok:
-            await ctx.report(result, channel, user, in_thread)
+            await ctx.show(result, channel, user, in_thread)
 
     async def on_session_stopped(event: dict[str, Any]) -> None:
         try:
@@ -113,17 +114,17 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         thread = ctx.thread(channel, thread_ts)
         sessions = ctx.surface.sessions
         record = ctx.run_in(thread)
-        if record is None or not ctx.hub.is_live(record.run_id):
+        if record is None or not ctx.hub.query.is_live(record.run_id):
             if sessions is not None:
                 sessions.want(thread, "closed")  # nothing runs there: Slack waits for us to leave processing
             return
-        await ctx.know(user)
-        who = ctx.hub.display(user) if user else "Someone"
-        result = await ctx.hub.interrupt(record.run_id, STOPPED_TEXT.format(who=who), user or record.owner)
+        await ctx.note(user)
+        who = ctx.hub.query.display(user) if user else "Someone"
+        result = await ctx.hub.submit(Interrupt(record.run_id, STOPPED_TEXT.format(who=who)), user or record.owner)
         if result.ok and sessions is not None:
             sessions.want(thread, "active")
         elif user:
-            await ctx.report(result, channel, user, thread_ts)
+            await ctx.show(result, channel, user, thread_ts)
 
     async def other_event(event: dict[str, Any]) -> None:
         log.debug("event %r not used", event.get("type"))

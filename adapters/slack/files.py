@@ -34,7 +34,7 @@ from urllib.parse import urljoin
 import aiohttp
 from yarl import URL
 
-from adapters.hub import Incoming, IntentResult
+from adapters.hub import Attach, Incoming, IntentResult
 from adapters.platform import OutMessage
 from adapters.slack.inbound import PayloadError, text_field
 from adapters.slack.text import defuse
@@ -157,12 +157,12 @@ class SlackFiles:
 async def attach_shared(ctx: SlackContext, thread: ThreadRef, user: str, text: str, ts: str,
                         shared: list[SharedFile]) -> IntentResult | None:
     """A person's message with files in `thread`: fetched, then handed to the hub (None: no run there)."""
-    run_id = ctx.hub.run_in(thread)
+    run_id = ctx.hub.query.run_in(thread)
     if run_id is None or ctx.files is None:
         return None
-    limit = ctx.hub.upload_limits(run_id, thread).max_file_bytes
+    limit = ctx.hub.query.upload_limits(run_id, thread).max_file_bytes
     incoming = [await ctx.files.fetch(f, limit) for f in shared]
-    return await ctx.hub.attach(run_id, incoming, text, user, origin=ts, where=thread)
+    return await ctx.hub.submit(Attach(run_id, tuple(incoming), text, origin=ts), user, where=thread)
 
 
 async def post_file(call: Call, client: AsyncWebClient, thread: ThreadRef, msg: OutMessage) -> str | None:

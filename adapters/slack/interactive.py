@@ -2,14 +2,16 @@
 
 A click is acked at once, then routed by its id's verb (adapters.ids):
 
+Every click is submitted to the hub's door as a `Click` (delivery id: the click's trigger_id); the door
+decides. When its result asks for a form (`IntentResult.form`), a modal opens:
+
 =============  =======================================================================
-ans, dec       straight to `Hub.handle_action` (delivery id: the click's trigger_id)
-txt, int, orc  `handle_action` says it needs words → a modal; its submission goes back to
-               `handle_action` with the text (delivery id: the view's id)
-stop           the stop modal: optional message + "end the run" (unticked = interrupt)
+words          answer in words, interrupt, ask the oracle: one text field; its submission
+               goes back as the same `Click` with the text (delivery id: the view's id)
+stop           the Stop modal: optional message + "end the run" → `Stop` or `Interrupt`
 =============  =======================================================================
 
-People who may not act are refused before a modal opens, so nobody types an answer for nothing.
+The door refuses people who may not act before a form opens, so nobody types an answer for nothing.
 The "Interrupt this run" message shortcut opens the same stop modal for the run whose thread holds
 the message; "Stop following here" ends the mirror a thread shows (`/flower unfollow` cannot be
 typed in a thread: Slack delivers no slash command from one). Clicks and submissions that are not
@@ -21,16 +23,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.models.views import View
 
-from adapters.ids import IdError, decode
+from adapters.hub import NOT_MINE, Click, IntentResult, Interrupt, Stop, Unfollow
+from adapters.ids import IdError, decode, encode
 from adapters.slack.context import SlackContext
 from adapters.slack.errors import slack_call
 from adapters.slack.inbound import Action, PayloadError, message_thread, read_action, text_field
 from adapters.slack.modals import INPUT_CALLBACK, STOP_CALLBACK, input_view, read_submission, stop_view
-from adapters.state import RunRecord
 from adapters.surface import SurfaceError
 
 __all__ = ["SHORTCUT_CALLBACK", "UNFOLLOW_CALLBACK", "register"]
@@ -39,10 +42,8 @@ log = logging.getLogger(__name__)
 
 SHORTCUT_CALLBACK = "flower_interrupt"
 UNFOLLOW_CALLBACK = "flower_unfollow"
-# verb -> the access check it needs
-NEEDS_WORDS: dict[str, Literal["answer", "send"]] = {"txt": "answer", "orc": "answer", "int": "send"}
 Ack = Callable[..., Awaitable[Any]]
-NOT_MINE = "That button is not one of mine (or comes from an older version of the bot)."
+NOT_OURS = f"{NOT_MINE} (or comes from an older version of the bot)."
 
 
 def register(app: AsyncApp, ctx: SlackContext) -> None:
@@ -54,30 +55,15 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             log.warning("block_actions payload not understood: %s", exc)
             await _explain(respond, "I could not read that click; please try again.")
             return
-        await ctx.know(a.user, a.user_name)
-        try:
-            verb, run_id = (act := decode(a.action_id)).verb, act.run_id
-        except IdError as exc:
-            log.warning("click on an id that is not ours: %s", exc)
-            await ctx.tell(a.channel, a.user, NOT_MINE, a.thread_ts)
-            return
+        await ctx.note(a.user, a.user_name)
         thread_ts = "" if a.ephemeral else a.thread_ts
-        if verb == "stop":
-            record = await _may(ctx, run_id, a.user, "send", a.channel, thread_ts)
-            if record is not None:
-                await _open(ctx, a, stop_view(run_id, channel=a.channel, thread=thread_ts, message=a.value,
-                                                 task=record.task))
+        result = await ctx.hub.submit(Click(a.action_id, stop_form=True), a.user,
+                                      delivery_id=a.trigger_id or a.action_ts or None,
+                                      where=ctx.thread(a.channel, thread_ts))
+        if result.form is not None:
+            await _open(ctx, a, _form_view(ctx, a, result, thread_ts))
             return
-        if verb in NEEDS_WORDS and await _may(ctx, run_id, a.user, NEEDS_WORDS[verb], a.channel, thread_ts) is None:
-            return
-        where = ctx.thread(a.channel, thread_ts)
-        result = await ctx.hub.handle_action(a.action_id, a.user, delivery_id=a.trigger_id or a.action_ts or None,
-                                                where=where)
-        if result.needs_input:
-            await _open(ctx, a, input_view(a.action_id, verb, result.needs_input, channel=a.channel,
-                                              thread=thread_ts, context=a.message_text if verb == "txt" else ""))
-            return
-        await ctx.report(result, a.channel, a.user, thread_ts)
+        await ctx.show(result, a.channel, a.user, thread_ts)
 
     async def on_input(ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:
         try:
@@ -94,23 +80,22 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         await ack()
         where = ctx.thread(sub.meta["c"], sub.meta.get("t", "")) if sub.meta.get("c") else None
-        result = await ctx.hub.handle_action(action_id, user, delivery_id=f"view:{view_id}", text=sub.text,
-                                                where=where)
-        await ctx.report(result, sub.meta.get("c", ""), user, sub.meta.get("t", ""), success=verb == "int")
+        result = await ctx.hub.submit(Click(action_id, sub.text), user, delivery_id=f"view:{view_id}", where=where)
+        await ctx.show(result, sub.meta.get("c", ""), user, sub.meta.get("t", ""), quiet_when_ok=verb != "int")
 
     async def on_stop(ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:
         try:
             user = text_field(body, "user", "id")
             sub = read_submission(view)
-            run_id = sub.meta["r"]
+            run_id, view_id = sub.meta["r"], text_field(view, "id")
         except (PayloadError, KeyError) as exc:
             log.warning("stop modal submission not understood: %s", exc)
             await ack(response_action="errors", errors={"text": "This form is out of date; close it and try again."})
             return
         await ack()
-        hub = ctx.hub
-        result = await hub.stop(run_id, user) if sub.end else await hub.interrupt(run_id, sub.text.strip(), user)
-        await ctx.report(result, sub.meta.get("c", ""), user, sub.meta.get("t", ""), success=True)
+        intent = Stop(run_id) if sub.end else Interrupt(run_id, sub.text.strip())
+        result = await ctx.hub.submit(intent, user, delivery_id=f"view:{view_id}")
+        await ctx.show(result, sub.meta.get("c", ""), user, sub.meta.get("t", ""), quiet_when_ok=False)
 
     async def on_shortcut(ack: Ack, body: dict[str, Any], respond: Any) -> None:
         await ack()
@@ -123,16 +108,21 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             log.warning("message shortcut payload not understood: %s", exc)
             await _explain(respond, "I could not read that shortcut; please try again.")
             return
-        await ctx.know(user, name)
+        await ctx.note(user, name)
         record = ctx.run_in(ctx.thread(channel, thread_ts))
-        if record is None or not ctx.hub.is_live(record.run_id):
+        if record is None or not ctx.hub.query.is_live(record.run_id):
             await ctx.tell(channel, user, "That message is not in the thread of a live run.", thread_ts)
             return
-        if await _may(ctx, record.run_id, user, "send", channel, thread_ts) is None:
+        # The shortcut is the run's Stop button, pressed from any of its messages.
+        a = Action(action_id=encode("stop", record.run_id), value="", user=user, user_name="", channel=channel,
+                   message_ts="", thread_ts=thread_ts, trigger_id=trigger, action_ts="", ephemeral=False,
+                   message_text="")
+        result = await ctx.hub.submit(Click(a.action_id, stop_form=True), user, delivery_id=trigger,
+                                      where=ctx.thread(channel, thread_ts))
+        if result.form is not None:
+            await _open(ctx, a, _form_view(ctx, a, result, thread_ts))
             return
-        a = Action(action_id="", value="", user=user, user_name="", channel=channel, message_ts="",
-                   thread_ts=thread_ts, trigger_id=trigger, action_ts="", ephemeral=False, message_text="")
-        await _open(ctx, a, stop_view(record.run_id, channel=channel, thread=thread_ts, task=record.task))
+        await ctx.show(result, channel, user, thread_ts)
 
     async def on_unfollow(ack: Ack, body: dict[str, Any], respond: Any) -> None:
         await ack()
@@ -144,15 +134,15 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             log.warning("unfollow shortcut payload not understood: %s", exc)
             await _explain(respond, "I could not read that shortcut; please try again.")
             return
-        await ctx.know(user, name)
-        result = await ctx.hub.unfollow(ctx.thread(channel, thread_ts), user)
+        await ctx.note(user, name)
+        result = await ctx.hub.submit(Unfollow(), user, where=ctx.thread(channel, thread_ts))
         if not result.ok and not ctx.surface.told_recently(user, result.message):  # ok: the thread says it
             await ctx.tell(channel, user, result.message, thread_ts)
 
     async def not_ours(ack: Ack, body: dict[str, Any], respond: Any) -> None:
         await ack()
         log.warning("interaction not handled: type %r, id %r", body.get("type"), _interaction_id(body))
-        await _explain(respond, NOT_MINE)
+        await _explain(respond, NOT_OURS)
 
     async def view_not_ours(ack: Ack, view: dict[str, Any]) -> None:
         await ack()
@@ -169,23 +159,19 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
     app.view(re.compile(r".*"))(view_not_ours)
 
 
-async def _may(ctx: SlackContext, run_id: str, user: str, what: Literal["answer", "send"], channel: str,
-               thread_ts: str) -> RunRecord | None:
-    """The run if `user` may `what` on it (the hub's rule, asked before a form opens); otherwise the
-    refusal is told and None."""
-    hub = ctx.hub
-    record = hub.run(run_id)
-    if record is None:
-        await ctx.tell(channel, user, f"I don't know run {run_id}.", thread_ts)
-        return None
-    decision = hub.may(user, what, run_id=run_id)
-    if not decision:
-        await hub.refuse(record.thread, user, decision.reason, run_id)
-        return None
-    return record
+def _form_view(ctx: SlackContext, a: Action, result: IntentResult, thread_ts: str) -> View:
+    """The modal the door asked for: the Stop form, or one text field for the button's words."""
+    form = result.form
+    if form is None or form.kind == "stop":
+        record = ctx.hub.query.run(result.run_id)
+        return stop_view(result.run_id, channel=a.channel, thread=thread_ts, message=a.value,
+                         task=record.task if record is not None else "")
+    verb = decode(a.action_id).verb  # the door routed it, so it decodes
+    return input_view(a.action_id, verb, form.prompt, channel=a.channel, thread=thread_ts,
+                      context=a.message_text if verb == "txt" else "")
 
 
-async def _open(ctx: SlackContext, a: Action, view: Any) -> None:
+async def _open(ctx: SlackContext, a: Action, view: View) -> None:
     if not a.trigger_id:
         await ctx.tell(a.channel, a.user, "Slack sent no trigger to open a form; please click again.", a.thread_ts)
         return

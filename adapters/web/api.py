@@ -46,7 +46,23 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import hdrs, web
 
-from adapters.hub import CardProblem, IntentResult, RunOptions
+from adapters.hub import (
+    Answer,
+    Approve,
+    CardProblem,
+    Click,
+    Continue,
+    Decline,
+    IntentResult,
+    Interrupt,
+    Oracle,
+    RunOptions,
+    Said,
+    Send,
+    Start,
+    Stop,
+    Wake,
+)
 from adapters.ids import IdError, decode
 from adapters.platform.limits import WEB
 from adapters.state import RunRecord
@@ -81,7 +97,7 @@ def run_json(web_: WebFrontend, r: RunRecord) -> dict[str, Any]:
     return {"id": r.run_id, "task": r.task, "status": r.status, "owner": r.owner, "platform": r.thread.platform,
             "thread": str(r.thread), "page_thread": str(page) if page is not None else None,
             "created_at": r.created_at, "updated_at": r.updated_at, "round": r.round,
-            "live": web_.hub.is_live(r.run_id), "worker": web_.hub.holder(r.run_id)}
+            "live": web_.hub.query.is_live(r.run_id), "worker": web_.hub.query.holder(r.run_id)}
 
 
 @web.middleware
@@ -179,7 +195,7 @@ def web_of(request: web.Request) -> WebFrontend:
 
 def record_of(request: web.Request) -> RunRecord:
     run_id = request.match_info["run_id"]
-    record = web_of(request).hub.run(run_id)
+    record = web_of(request).hub.query.run(run_id)
     if record is None:
         raise ApiError(404, f"no run {run_id!r}")
     return record
@@ -196,7 +212,7 @@ def answered(result: IntentResult, **extra: Any) -> web.Response:
 # ---- runs ----------------------------------------------------------------------------------------
 async def list_runs(request: web.Request) -> web.Response:
     w = web_of(request)
-    return web.json_response({"runs": [run_json(w, r) for r in w.hub.runs(live_only=False)]})
+    return web.json_response({"runs": [run_json(w, r) for r in w.hub.query.runs(live_only=False)]})
 
 
 async def start_run(request: web.Request) -> web.Response:
@@ -214,7 +230,7 @@ async def start_run(request: web.Request) -> web.Response:
     if (bad := options.problem()) is not None:
         raise ApiError(400, bad)
     thread = new_thread()
-    result = await w.hub.start(task, thread, WEB_USER, options=options)
+    result = await w.hub.submit(Start(task, options), WEB_USER, where=thread)
     if not result.ok:
         return answered(result)
     w.runs_changed()
@@ -228,7 +244,7 @@ async def get_run(request: web.Request) -> web.Response:
 
 async def asks(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
-    return web.json_response([ask_json(c) for c in w.hub.open_cards(record.run_id)])
+    return web.json_response([ask_json(c) for c in w.hub.query.open_cards(record.run_id)])
 
 
 def ask_json(card: Any) -> dict[str, Any]:
@@ -243,10 +259,10 @@ def resolve_card(w: WebFrontend, record: RunRecord, ask_id: str) -> str:
     """The card an ask id names ("1-q2", or the seed's "q2" for the newest open card of that name);
     404 when unknown, 409 when already settled (the hub's one rule for cards)."""
     card_id = ask_id
-    problem, message = w.hub.card_state(record.run_id, card_id)
+    problem, message = w.hub.query.card_state(record.run_id, card_id)
     if problem is CardProblem.UNKNOWN and re.fullmatch(r"q[0-9]{1,6}", ask_id):
-        card_id = w.hub.card_by_key(record.run_id, ask_id) or ask_id
-        problem, message = w.hub.card_state(record.run_id, card_id)
+        card_id = w.hub.query.card_by_key(record.run_id, ask_id) or ask_id
+        problem, message = w.hub.query.card_state(record.run_id, card_id)
     if problem is CardProblem.UNKNOWN:
         raise ApiError(404, f"run {record.run_id} has no question {ask_id!r} (GET .../asks lists the open ones)")
     if problem in (CardProblem.SETTLED, CardProblem.ENDED):
@@ -259,7 +275,8 @@ async def answer(request: web.Request) -> web.Response:
     data = await read_body(request, {"ask_id": str, "text": str})
     ask_id, text = text_field(data, "ask_id"), text_field(data, "text")
     card_id = resolve_card(w, record, ask_id.strip())
-    return answered(await w.hub.answer(record.run_id, card_id, text, WEB_USER, **w.where(record)), ask_id=card_id)
+    result = await w.hub.submit(Answer(record.run_id, card_id, text), WEB_USER, where=w.where(record))
+    return answered(result, ask_id=card_id)
 
 
 async def decline(request: web.Request) -> web.Response:
@@ -267,8 +284,8 @@ async def decline(request: web.Request) -> web.Response:
     data = await read_body(request, {"ask_id": str, "text": str})
     ask_id, reason = text_field(data, "ask_id"), text_field(data, "text", required=False, empty_ok=True)
     card_id = resolve_card(w, record, ask_id.strip())
-    return answered(await w.hub.decline(record.run_id, card_id, WEB_USER, reason, **w.where(record)),
-                    ask_id=card_id)
+    result = await w.hub.submit(Decline(record.run_id, card_id, reason), WEB_USER, where=w.where(record))
+    return answered(result, ask_id=card_id)
 
 
 async def approve(request: web.Request) -> web.Response:
@@ -279,47 +296,47 @@ async def approve(request: web.Request) -> web.Response:
     if decision not in APPROVAL_DECISIONS:
         raise ApiError(400, f"decision must be one of {', '.join(APPROVAL_DECISIONS)}, got {shown(decision)}")
     card_id = resolve_card(w, record, ask_id.strip())
-    if not any(c.card_id == card_id and c.kind == "approval" for c in w.hub.open_cards(record.run_id)):
+    if not any(c.card_id == card_id and c.kind == "approval" for c in w.hub.query.open_cards(record.run_id)):
         raise ApiError(400, f"{card_id} is a question, not a tool approval: use .../answer or .../decline")
-    return answered(await w.hub.approve(record.run_id, card_id, decision, WEB_USER, words, **w.where(record)),
-                    ask_id=card_id)
+    result = await w.hub.submit(Approve(record.run_id, card_id, decision, words), WEB_USER, where=w.where(record))
+    return answered(result, ask_id=card_id)
 
 
 async def send(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
     text = text_field(await read_body(request, {"text": str}), "text")
-    return answered(await w.hub.send(record.run_id, text, WEB_USER, **w.where(record)))
+    return answered(await w.hub.submit(Send(record.run_id, text), WEB_USER, where=w.where(record)))
 
 
 async def interrupt(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
     text = text_field(await read_body(request, {"text": str}), "text", required=False, empty_ok=True)
-    return answered(await w.hub.interrupt(record.run_id, text, WEB_USER))
+    return answered(await w.hub.submit(Interrupt(record.run_id, text), WEB_USER))
 
 
 async def end(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
     await read_body(request, {})
-    return answered(await w.hub.stop(record.run_id, WEB_USER))
+    return answered(await w.hub.submit(Stop(record.run_id), WEB_USER))
 
 
 async def wake(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
     remark = text_field(await read_body(request, {"text": str}), "text", required=False, empty_ok=True)
-    return answered(await w.hub.wake(record.run_id, WEB_USER, remark))
+    return answered(await w.hub.submit(Wake(record.run_id, remark), WEB_USER))
 
 
 async def continue_run(request: web.Request) -> web.Response:
     """An ended run's next round, in the same session; a live run takes words as mail (`/send`)."""
     w, record = web_of(request), record_of(request)
     text = text_field(await read_body(request, {"text": str}), "text")
-    if w.hub.is_live(record.run_id):
+    if w.hub.query.is_live(record.run_id):
         raise ApiError(409, f"run {record.run_id} is still going: write to it with POST /api/runs/{record.run_id}/send")
-    result = await w.hub.continue_run(record.run_id, text, WEB_USER, **w.where(record))
+    result = await w.hub.submit(Continue(record.run_id, text), WEB_USER, where=w.where(record))
     if not result.ok:
         return answered(result)
     w.runs_changed()
-    now = w.hub.run(record.run_id)
+    now = w.hub.query.run(record.run_id)
     return web.json_response({"ok": True, "id": record.run_id, "round": now.round if now is not None else None,
                               "message": result.message})
 
@@ -327,15 +344,15 @@ async def continue_run(request: web.Request) -> web.Response:
 async def oracle(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
     question = text_field(await read_body(request, {"question": str}), "question")
-    return answered(await w.hub.oracle(record.run_id, question, WEB_USER))
+    return answered(await w.hub.submit(Oracle(record.run_id, question), WEB_USER))
 
 
 async def say(request: web.Request) -> web.Response:
     w, record = web_of(request), record_of(request)
     text = text_field(await read_body(request, {"text": str}), "text")
     thread = w.page_thread(record)
-    result = await w.hub.said(thread, WEB_USER, text) if thread is not None else None
-    if result is None:
+    result = await w.hub.submit(Said(text), WEB_USER, where=thread) if thread is not None else None
+    if result is None or result.ignored:
         raise ApiError(409, f"run {record.run_id} is not shown on this page")
     return answered(result)
 
@@ -351,10 +368,10 @@ async def action(request: web.Request) -> web.Response:
     text = data.get("text")
     if text is not None:
         text = text_field(data, "text", empty_ok=True)
-    record = w.hub.run(pressed.run_id)
-    where = w.where(record) if record is not None else {}
-    result = await w.hub.handle_action(action_id, WEB_USER, delivery_id=data.get("delivery_id") or None, text=text,
-                                       **where)
+    record = w.hub.query.run(pressed.run_id)
+    where = w.where(record) if record is not None else None
+    result = await w.hub.submit(Click(action_id, text), WEB_USER, delivery_id=data.get("delivery_id") or None,
+                                where=where)
     if result.ok or result.duplicate:
         return web.json_response({"ok": result.ok, "message": result.message, "id": result.run_id,
                                   "needs_input": result.needs_input, "duplicate": result.duplicate})

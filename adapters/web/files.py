@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from aiohttp import BodyPartReader, web
 
-from adapters.hub import Bookkeeping, Incoming, inside, workspace_files
+from adapters.hub import Attach, Bookkeeping, Incoming, inside, workspace_files
 from adapters.platform.limits import WEB
 from adapters.web.api import WEB_USER, ApiError, record_of, web_of
 
@@ -48,7 +48,7 @@ async def attach(request: web.Request) -> web.Response:
     if not request.content_type.startswith("multipart/"):
         raise ApiError(415, f"send multipart/form-data with `file` fields (got {request.content_type!r})")
     where = w.where(record)
-    limits = w.hub.upload_limits(record.run_id, where.get("where"))
+    limits = w.hub.query.upload_limits(record.run_id, where)
     files: list[Incoming] = []
     text, total = "", 0
     try:
@@ -74,7 +74,7 @@ async def attach(request: web.Request) -> web.Response:
         raise ApiError(400, f"malformed multipart body: {exc}") from None
     if not files:
         raise ApiError(400, "no `file` field: attach at least one file")
-    result = await w.hub.attach(record.run_id, files, text, WEB_USER, **where)
+    result = await w.hub.submit(Attach(record.run_id, tuple(files), text), WEB_USER, where=where)
     if result.ok:
         return web.json_response({"ok": True, "message": result.message, "id": result.run_id,
                                   "files": [{"name": f.name, "path": f.path, "size": f.size} for f in result.files]},

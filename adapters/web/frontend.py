@@ -96,10 +96,10 @@ class WebFrontend:
 
     def attach(self, hub: Hub) -> None:
         self._hub = hub
-        hub.tap(self._tap)
+        hub.hooks.tap(self._tap)
         # Runs started elsewhere (Slack, Discord) show on the page too, where the hub can mirror them.
         if self.mirror_all:
-            hub.auto_mirror(self._mirror_here)
+            hub.hooks.auto_mirror(self._mirror_here)
 
     # ---- which thread of the page shows a run -----------------------------------------------------
     def _mirror_here(self, record: RunRecord) -> ThreadRef | None:
@@ -109,13 +109,12 @@ class WebFrontend:
         """The page's thread for a run: its own (started here) or the mirror of one started elsewhere."""
         if record.thread.platform == self.name:
             return record.thread
-        return next((t for t in self.hub.followers(record.run_id) if t.platform == self.name), None)
+        return next((t for t in self.hub.query.followers(record.run_id) if t.platform == self.name), None)
 
-    def where(self, record: RunRecord) -> dict[str, Any]:
+    def where(self, record: RunRecord) -> ThreadRef | None:
         """The `where=` an intent from this page carries (cards of a run shown in several places say
-        where an answer came from), when the hub takes it."""
-        page = self.page_thread(record)
-        return {"where": page} if page is not None else {}
+        where an answer came from): the page's thread of the run, if it shows it."""
+        return self.page_thread(record)
 
     async def start(self) -> None:
         if self._runner is not None:
@@ -193,14 +192,14 @@ class WebFrontend:
         their event streams hear when they end."""
         self.events.tap(run_id, ev)
         try:
-            if run_id not in self._ends and self._hub is not None and self._hub.is_live(run_id):
+            if run_id not in self._ends and self._hub is not None and self._hub.query.is_live(run_id):
                 self._ends[run_id] = asyncio.get_running_loop().create_task(self._await_end(run_id))
         except Exception as exc:
             log.warning("web: cannot follow run %s: %r", run_id, exc)
 
     async def _await_end(self, run_id: str) -> None:
         try:
-            await self.hub.wait(run_id)
+            await self.hub.query.wait(run_id)
         finally:
             self._ends.pop(run_id, None)
             found = self.events.get(run_id)

@@ -86,7 +86,7 @@ async def page_ws(request: web.Request) -> web.WebSocketResponse:
             watcher.wake.clear()
             if runs_sent != w.runs_version:
                 runs_sent = w.runs_version
-                shown = [r for r in w.hub.runs(live_only=False) if w.page_thread(r) is not None]
+                shown = [r for r in w.hub.query.runs(live_only=False) if w.page_thread(r) is not None]
                 runs = [run_json(w, r) for r in shown[:RUNS_SHOWN]]
                 await ws.send_json({"type": "runs", "runs": runs})
             if asks:
@@ -143,7 +143,7 @@ def _cursor(value: Any) -> int:
 
 async def _start_watch(ws: web.WebSocketResponse, w: Any, watcher: Watcher, want: dict[str, Any]) -> Watching | None:
     run_id = want.get("run")
-    record = w.hub.run(run_id) if isinstance(run_id, str) else None
+    record = w.hub.query.run(run_id) if isinstance(run_id, str) else None
     page = w.page_thread(record) if record is not None else None
     if record is None or page is None:
         watcher.threads.clear()

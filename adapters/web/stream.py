@@ -51,9 +51,9 @@ def events_frame(w: WebFrontend, run_id: str, after: int) -> tuple[str, dict[str
     """
     w.events.flush()
     log = w.events.get(run_id)
-    record = w.hub.run(run_id)
+    record = w.hub.query.run(run_id)
     meta: dict[str, Any] = {"dropped": after > 0, "first": 0, "last": after, "run": run_id,
-                            "status": record.status if record else "unknown", "live": w.hub.is_live(run_id)}
+                            "status": record.status if record else "unknown", "live": w.hub.query.is_live(run_id)}
     texts: list[str] = []
     if log is not None:  # else: nothing seen in this process (yet)
         page = log.after(after, PAGE_MAX)

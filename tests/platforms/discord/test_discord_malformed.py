@@ -235,7 +235,7 @@ async def test_a_failing_command_tells_a_plain_sentence_and_logs_the_detail(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise AttributeError("'NoneType' object has no attribute 'thread'")
 
-    monkeypatch.setattr(hub, "status", broken)  # a bug somewhere under /flower status
+    monkeypatch.setattr(hub.query, "status", broken)  # a bug somewhere under /flower status
     caplog.set_level(logging.INFO)
     ix = await d.slash(alice, "status")
     await d.until(lambda _: ix.texts(), timeout=30)
