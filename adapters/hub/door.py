@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adapters.access import Access
-from adapters.hub import routing
 from adapters.hub.book import RunBook
 from adapters.hub.cards import CardBook
 from adapters.hub.files import Attached
@@ -54,6 +53,7 @@ from adapters.hub.mirrors import Mirrors
 from adapters.hub.places import Places
 from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.rounds import Rounds
+from adapters.hub.routing import NOT_MINE, WordsFirst, click, said
 from adapters.ids import IdError, decode
 from adapters.state import RunRecord, StateStore
 from adapters.surface import ThreadRef
@@ -82,21 +82,21 @@ class Door:
             try:
                 action = decode(intent.action_id)
             except IdError as exc:
-                return IntentResult(False, f"{routing.NOT_MINE} ({exc}).")
+                return IntentResult(False, f"{NOT_MINE} ({exc}).")
         if delivery_id and self.store.seen(f"delivery:{delivery_id}"):
             run_id = action.run_id if isinstance(intent, Click) else getattr(intent, "run_id", "")
             return IntentResult(True, "Already handled.", run_id, duplicate=True)
         if isinstance(intent, Click):
-            routed = routing.click(action, intent, self.cards)
+            routed = click(action, intent, self.cards)
             if isinstance(routed, IntentResult):
                 return routed
-            if isinstance(routed, routing.WordsFirst):
+            if isinstance(routed, WordsFirst):
                 return await self._form(routed, actor)
             intent = routed
         if isinstance(intent, Said):
             if where is None:
                 raise ValueError("a plain message needs the thread it was said in (where=)")
-            found = routing.said(intent, where, self.book, self.cards)
+            found = said(intent, where, self.book, self.cards)
             if found is None:
                 return IntentResult(False, "", ignored=True)
             intent = found
@@ -108,7 +108,7 @@ class Door:
             return await self.mirrors.unfollow(where, actor)
         return await self._on_run(intent, actor, where)
 
-    async def _form(self, first: routing.WordsFirst, actor: str) -> IntentResult:
+    async def _form(self, first: WordsFirst, actor: str) -> IntentResult:
         """A button that wants words: the form opens only for someone its words may come from."""
         record = self.store.get_run(first.run_id)
         if record is None:
