@@ -27,10 +27,11 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from adapters.hub import Interrupt, Said
+from adapters.hub import Attach, IntentResult, Interrupt, Said
+from adapters.platform import ThreadRef
 from adapters.slack.commands import HELP
 from adapters.slack.context import SlackContext, usage
-from adapters.slack.files import attach_shared, read_files
+from adapters.slack.files import SharedFile, read_files
 from adapters.slack.inbound import PayloadError, text_field
 from adapters.slack.text import strip_bot_mention
 
@@ -137,3 +138,14 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
 
 def _mentions(ctx: SlackContext, text: str) -> bool:
     return bool(ctx.bot_user_id) and f"<@{ctx.bot_user_id}" in text
+
+
+async def attach_shared(ctx: SlackContext, thread: ThreadRef, user: str, text: str, ts: str,
+                        shared: list[SharedFile]) -> IntentResult | None:
+    """A person's message with files in `thread`: fetched, then handed to the hub (None: no run there)."""
+    run_id = ctx.hub.query.run_in(thread)
+    if run_id is None or ctx.files is None:
+        return None
+    limit = ctx.hub.query.upload_limits(run_id, thread).max_file_bytes
+    incoming = [await ctx.files.fetch(f, limit) for f in shared]
+    return await ctx.hub.submit(Attach(run_id, tuple(incoming), text, origin=ts), user, where=thread)

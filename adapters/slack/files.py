@@ -34,7 +34,7 @@ from urllib.parse import urljoin
 import aiohttp
 from yarl import URL
 
-from adapters.hub import Attach, Incoming, IntentResult
+from adapters.hub import Incoming
 from adapters.platform import OutMessage
 from adapters.slack.inbound import PayloadError, text_field
 from adapters.slack.text import defuse
@@ -43,11 +43,9 @@ from adapters.surface import ThreadRef
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
-    from adapters.slack.context import SlackContext
-
 Call = Callable[[str, Awaitable[Any]], Awaitable[Any]]  # the surface's counted slack_call
 
-__all__ = ["FILE_ID", "SLACK_HOSTS", "UPLOAD_MAX", "SharedFile", "SlackFiles", "attach_shared", "post_file",
+__all__ = ["FILE_ID", "SLACK_HOSTS", "UPLOAD_MAX", "SharedFile", "SlackFiles", "post_file",
            "read_files"]
 
 log = logging.getLogger(__name__)
@@ -152,17 +150,6 @@ class SlackFiles:
             return refused("too many redirects")
         except (aiohttp.ClientError, TimeoutError) as exc:
             return refused(f"the download failed ({type(exc).__name__})")
-
-
-async def attach_shared(ctx: SlackContext, thread: ThreadRef, user: str, text: str, ts: str,
-                        shared: list[SharedFile]) -> IntentResult | None:
-    """A person's message with files in `thread`: fetched, then handed to the hub (None: no run there)."""
-    run_id = ctx.hub.query.run_in(thread)
-    if run_id is None or ctx.files is None:
-        return None
-    limit = ctx.hub.query.upload_limits(run_id, thread).max_file_bytes
-    incoming = [await ctx.files.fetch(f, limit) for f in shared]
-    return await ctx.hub.submit(Attach(run_id, tuple(incoming), text, origin=ts), user, where=thread)
 
 
 async def post_file(call: Call, client: AsyncWebClient, thread: ThreadRef, msg: OutMessage) -> str | None:

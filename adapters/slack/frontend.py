@@ -35,11 +35,13 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.hub import Hub
-from adapters.slack import commands, events, interactive
+from adapters.slack.commands import register as register_commands
 from adapters.slack.context import SlackContext
 from adapters.slack.errors import error_code
+from adapters.slack.events import register as register_events
 from adapters.slack.files import SlackFiles
 from adapters.slack.inbound import dedupe_key
+from adapters.slack.interactive import register as register_interactive
 from adapters.slack.sessions import AgentSessions
 from adapters.slack.surface import SlackSurface
 from adapters.surface import StartRefused
@@ -161,9 +163,9 @@ class SlackFrontend:
                             request_verification_enabled=settings.mode == "http", name="flower", logger=BOLT_LOG)
         self.app.middleware(self._dedupe)
         self.app.error(self._on_error)
-        commands.register(self.app, self.ctx)
-        interactive.register(self.app, self.ctx)
-        events.register(self.app, self.ctx)
+        register_commands(self.app, self.ctx)
+        register_interactive(self.app, self.ctx)
+        register_events(self.app, self.ctx)
         self.handler: _SocketHandler | None = None
         self.port: int | None = None  # HTTP mode: the port actually bound
         self._runner: web.AppRunner | None = None
