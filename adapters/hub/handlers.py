@@ -81,7 +81,7 @@ class StartHandler:
         self.store.bind_thread(thread, run_id)
         try:
             options.save(run_dir)
-            self.launcher.launch(record, waking=False)
+            self.launcher.launch(record)
         except Exception as exc:  # the factory refused (bad task, unreadable workspace...)
             self.store.set_run_status(run_id, RunStatus.FAILED)
             return await self.refuse(thread, user, f"Could not start the run: {exc}", run_id)

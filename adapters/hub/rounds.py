@@ -7,7 +7,7 @@
     live run                            refused: its words are inbox mail (`send`)
     asleep run (died, parked)           refused: it was cut off, not finished; wake it
 
-A round is launched the way a wake is (`Launcher.launch(waking=True)`): the same thread and status card,
+A round is launched the way a wake is (`Launch.next_round`): the same thread and status card,
 the same cards rule (the lineage's wake count gives the round's cards ids of their own, so a click on
 an old card still says it is settled), the same human channel, oracle, stop and mirrors. The round
 number lives in the run's record, so a round cut off by a restart is woken as that round.
@@ -34,7 +34,7 @@ from adapters.hub.admission import Admission
 from adapters.hub.book import RunBook, has_ended
 from adapters.hub.fanout import ALL
 from adapters.hub.intents import Continue, Follow, Send, Submit
-from adapters.hub.launcher import Launcher
+from adapters.hub.launcher import Launch, Launcher
 from adapters.hub.results import IntentResult, Refuse
 from adapters.state import Mirror, RunRecord, RunStatus, StateStore
 from adapters.surface import ThreadRef
@@ -69,7 +69,7 @@ class Rounds:
         n = record.round + 1
         started = self.store.save_run(replace(record, status=RunStatus.STARTING, round=n, updated_at=0.0))
         try:
-            live = self.launcher.launch(started, waking=True, said=words)
+            live = self.launcher.launch(started, Launch.next_round(words))
         except Exception as exc:  # the run side refused (no session to continue, an unreadable workspace…)
             self.store.save_run(record)  # as it was, to the second: a refusal changes nothing
             return await self.refuse(here, user, f"Could not continue the run: {exc}", run_id)

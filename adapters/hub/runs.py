@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from adapters.view import fmt as _fmt
 from adapters.view.status import PARKED_STATES
 from flower_core import Event
 
-__all__ = ["KEPT", "REASKED", "LiveRun", "RunFactory", "RunOptions", "RunPlan", "default_factory"]
+__all__ = ["KEPT", "REASKED", "LiveRun", "RunCallbacks", "RunFactory", "RunOptions", "RunPlan", "default_factory"]
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +56,19 @@ TOO_LATE = ("The run ended just before your words reached it, so nothing heard t
             "again to continue the run.")
 
 
+@dataclass(frozen=True)
+class RunCallbacks:
+    """What a LiveRun tells the hub: it ended (`on_end`), a card was asked or settled (`on_ask`: card id,
+    "asked"/"settled"), another worker took it over (`on_handover`: holder, previous holder)."""
+
+    on_end: Callable[[LiveRun], object] | None = None
+    on_ask: Callable[[LiveRun, str, str], object] | None = None
+    on_handover: Callable[[LiveRun, str, str], object] | None = None
+
+
 class LiveRun:
     def __init__(self, record: RunRecord, pipe: RunPipe, *, store: StateStore, clock: Callable[[], float],
-                 waking: bool = False, has_oracle: bool = True,
-                 on_end: Callable[[LiveRun], object] | None = None,
-                 on_ask: Callable[[LiveRun, str, str], object] | None = None,
-                 on_handover: Callable[[LiveRun, str, str], object] | None = None,
+                 waking: bool = False, has_oracle: bool = True, callbacks: RunCallbacks = RunCallbacks(),
                  ledger: CardLedger | None = None, restoring: bool = False) -> None:
         self.record, self.run_id = record, record.run_id
         self.pipe = pipe
@@ -74,7 +81,7 @@ class LiveRun:
         self.side: RunSide | None = None
         self.outcome: RunOutcome | None = None
         self.finished = asyncio.Event()
-        self._clock, self._on_end, self._on_ask, self._on_handover = clock, on_end, on_ask, on_handover
+        self._clock, self._callbacks = clock, callbacks
         self._started = clock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_reason, self._stopped_by = "", ""
@@ -170,8 +177,8 @@ class LiveRun:
             finally:  # even when a shutdown cancels this very drain: hub.close() waits on `finished`
                 self.finished.set()
                 self._came_back()
-                if self._on_end is not None:
-                    self._on_end(self)
+                if (on_end := self._callbacks.on_end) is not None:
+                    on_end(self)
 
     def _book(self, end: RunEnd) -> None:
         """Keep what the run cost, and its cap as last raised, in its record: the next round (or the wake
@@ -182,8 +189,8 @@ class LiveRun:
     def handed_over(self, holder: str, previous: str) -> None:
         """The run went on on another worker: this view ends quietly and the hub shows the run afresh."""
         self._closing = asyncio.ensure_future(self.ended(RunEnd("died")))  # not a chore: it waits on those
-        if self._on_handover is not None:
-            self._on_handover(self, holder, previous)
+        if (on_handover := self._callbacks.on_handover) is not None:
+            on_handover(self, holder, previous)
 
     # ---- events -------------------------------------------------------------------------------
     def on_event(self, ev: Event) -> None:
@@ -239,8 +246,8 @@ class LiveRun:
             held = rec if rec is not None and rec.held is not None else None  # the answer it applied names its giver
             self.ledger.settled(card_id, state, by=held.held_by if held else "", place=held.held_place if held else "",
                                 answer=str(p.get("answer") or ""))
-        if self._on_ask is not None:
-            self._on_ask(self, card_id, state)
+        if (on_ask := self._callbacks.on_ask) is not None:
+            on_ask(self, card_id, state)
 
     def _run_side_note(self, what: str, p: dict[str, Any]) -> None:
         """What the run side says about inputs it replayed after a restart, and calls a restart cut off."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from adapters.hub.admission import Admission
 from adapters.hub.book import RunBook
 from adapters.hub.cards import ended_line
-from adapters.hub.launcher import Launcher
+from adapters.hub.launcher import Launch, Launcher
 from adapters.hub.ledger import CardLedger
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.outboxes import Outboxes
@@ -121,7 +121,7 @@ class Restarts:
     def _follow_again(self, record: RunRecord) -> bool:
         """This front restarted but the run is on a worker: show it again from where the front stopped reading."""
         try:
-            self.launcher.launch(record, waking=True, attach=True, restoring=True)
+            self.launcher.launch(record, Launch.restored(attach=True))
         except Exception as exc:
             log.warning("run %s could not be followed again: %r", record.run_id, exc)
             return False
@@ -150,7 +150,7 @@ class Restarts:
         parked = record.status == RunStatus.PARKED
         self._release_unlogged_holds(record)
         try:
-            live = self.launcher.launch(record, waking=True, restoring=True)
+            live = self.launcher.launch(record, Launch.restored())
         except Exception as exc:
             log.warning("run %s could not come back: %r", record.run_id, exc)
             return None, f"{type(exc).__name__}: {exc}"
@@ -186,7 +186,7 @@ class Restarts:
         self._release_unlogged_holds(record)
         self.store.set_run_status(run_id, RunStatus.STARTING)
         try:
-            live = self.launcher.launch(record, waking=True, remark=remark.strip())
+            live = self.launcher.launch(record, Launch.woken(remark.strip()))
         except Exception as exc:
             self.store.set_run_status(run_id, record.status)
             return await self.refuse(record.thread, user, f"Could not wake the run: {exc}", run_id)
