@@ -246,9 +246,9 @@ class LiveRun:
 
     def _run_side_note(self, what: str, ev: Event) -> None:
         """What the run side says about inputs it replayed after a restart, and calls a restart cut off."""
-        note = InputNotePayload.of(ev)
+        said = InputNotePayload.of(ev)
         if what == "answer_to_inbox":
-            card_id, answer, by = note.card, note.answer, note.user
+            card_id, answer, by = said.card, said.answer, said.user
             rec = self.ledger.get(card_id)
             if rec is not None and rec.state == "asked":
                 self.ledger.settled(card_id, "answered", by=by, answer=answer)
@@ -257,11 +257,11 @@ class LiveRun:
                     note="The restarted run did not ask this again; the answer went to its inbox.")))
         elif what == "oracle":
             self._oracle_n += 1
-            self.pipe.put(self.view.oracle(self._oracle_n, note.question, note.answer, note.user))
+            self.pipe.put(self.view.oracle(self._oracle_n, said.question, said.answer, said.user))
         elif what == "unheard":
             self.pipe.put(self.view.notice(
-                f"⚠️ The run ended before it heard {self.view.cfg.who(note.user)}: "
-                f"{_fmt.quote(note.text, 300)} — reply in the thread to continue it."))
+                f"⚠️ The run ended before it heard {self.view.cfg.who(said.user)}: "
+                f"{_fmt.quote(said.text, 300)} — reply in the thread to continue it."))
         elif what == "cut_off":
             for call in CutOffPayload.of(ev).calls:
                 if not call.safe:
