@@ -64,31 +64,32 @@ MAIL, SHARE = "mail", "share"
 
 
 # ---- tolerant conversions: a value, or None for "use the field's default" (never raise) ----------------
-def _str(v: Any) -> str | None:
+def _str(v: object) -> str | None:
     """A string as is (a str enum as its value), a number as its digits."""
     if isinstance(v, str):
         return str.__str__(v)
     return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _num(v: Any) -> float | None:
+def _num(v: object) -> float | None:
     """A finite number as a float (a bool is no number)."""
-    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-    return float(v) if ok else None
+    if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+        return float(v)
+    return None
 
 
-def _int(v: Any) -> int | None:
+def _int(v: object) -> int | None:
     n = _num(v)
     return int(n) if n is not None else None
 
 
-def _strs(v: Any) -> tuple[str, ...] | None:
+def _strs(v: object) -> tuple[str, ...] | None:
     if not isinstance(v, list | tuple):
         return None
     return tuple(s for s in map(_str, v) if s is not None)
 
 
-def _dict(v: Any) -> dict[str, Any] | None:
+def _dict(v: object) -> dict[str, Any] | None:
     return dict(v) if isinstance(v, dict) else None
 
 
