@@ -15,6 +15,7 @@ from typing import Any
 
 from flower_core import roles
 from flower_core.events import Event
+from flower_core.payloads import AskPayload, StepPayload, ThreadPayload, ToolResultPayload
 
 ORACLE_OPENING = "Side question about a run in progress."
 ASIDE_DIR = "aside"
@@ -23,13 +24,12 @@ _LINE = 240
 
 def render_event(ev: Event) -> str | None:
     """One compact line for the oracle's prompt; None for what it does not need (thinking, results)."""
-    p = ev.payload if isinstance(ev.payload, dict) else {}
-    who = "subagent " if p.get("subagent") else ""
+    who = "subagent " if ThreadPayload.of(ev).subagent else ""
     text = " ".join(str(ev.text).split())
-    if ev.kind == "thinking" or (ev.kind == "tool_result" and not p.get("is_error")):
+    if ev.kind == "thinking" or (ev.kind == "tool_result" and not ToolResultPayload.of(ev).is_error):
         return None
     if ev.kind == "step":
-        line = f"== step {text} ({p.get('index', '?')}/{p.get('total', '?')})"
+        line = f"== step {text} ({StepPayload.of(ev).position})"
     elif ev.kind == "text":
         line = f"{who}said: {text}"
     elif ev.kind == "tool_call":
@@ -39,10 +39,11 @@ def render_event(ev: Event) -> str | None:
     elif ev.kind == "prompt":
         line = f"{who}task given: {text}"
     elif ev.kind == "ask":
-        if p.get("kind") == "mail":
-            line = f"human said ({p.get('state', '')}): {text}"
+        ask = AskPayload.of(ev)
+        if ask.kind == "mail":
+            line = f"human said ({ask.state}): {text}"
         else:
-            line = f"asked human ({p.get('state', '')}): {text}" + (f" -> {p['answer']}" if p.get("answer") else "")
+            line = f"asked human ({ask.state}): {text}" + (f" -> {ask.answer}" if ask.answer else "")
     else:
         line = f"{ev.kind}: {text}"
     return line if len(line) <= _LINE else line[: _LINE - 1] + "…"

@@ -107,15 +107,13 @@ def _block_events(block: Any, message: Any, base: dict[str, Any], text_kind: Eve
         text = _text(block.thinking)
         return [Event("thinking", text, payload=dict(base), raw=message)] if text else []
     if isinstance(block, _TOOL_USE):
-        payload = {"id": json_safe(block.id), "input": json_safe(block.input), **base}
-        if isinstance(block, ServerToolUseBlock):
-            payload["server"] = True
+        payload = {"id": json_safe(block.id), "input": json_safe(block.input), **base,
+                   **({"server": True} if isinstance(block, ServerToolUseBlock) else {})}
         return [Event("tool_call", tool_summary(block.input), tool=_text(block.name), payload=payload, raw=message)]
     if isinstance(block, _TOOL_RESULT):
         payload = {"tool_use_id": json_safe(block.tool_use_id),
-                   "is_error": getattr(block, "is_error", None) is True, **base}
-        if isinstance(block, ServerToolResultBlock):
-            payload["server"] = True
+                   "is_error": getattr(block, "is_error", None) is True, **base,
+                   **({"server": True} if isinstance(block, ServerToolResultBlock) else {})}
         return [Event("tool_result", _result_text(block.content), payload=payload, raw=message)]
     return [Event("unknown", type(block).__name__, raw=message)]
 
@@ -155,13 +153,10 @@ def _is_synthetic(message: Any, blocks: list[Any] | tuple[Any, ...]) -> bool:
 
 def _synthetic_error(message: Any, blocks: list[Any] | tuple[Any, ...], base: dict[str, Any]) -> Event:
     text = "\n".join(t for b in blocks if isinstance(t := getattr(b, "text", None), str) and t)
-    payload: dict[str, Any] = {"synthetic": True, **base}
     error = getattr(message, "error", None)
-    if error:
-        payload["error"] = json_safe(error)
     found = _API_STATUS.search(text)
-    if found:
-        payload["status"] = int(found.group(1))
+    payload: dict[str, Any] = {"synthetic": True, **base, **({"error": json_safe(error)} if error else {}),
+                               **({"status": int(found.group(1))} if found else {})}
     return Event("error", text, payload=payload, raw=message)
 
 
@@ -192,8 +187,7 @@ def _system(message: Any) -> list[Event]:
     data = data if isinstance(data, dict) else {}
     if subtype in ("compact_boundary", "microcompact_boundary"):
         return [_compact(message, subtype, data)]
-    payload = json_safe(data)
-    payload["subtype"] = subtype
+    payload = {**json_safe(data), "subtype": subtype}
     return [Event("system", subtype, payload=payload, raw=message)]
 
 

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from flower_core.events import Event
 from flower_core.lineage import Lineage
+from flower_core.payloads import ResultPayload, SystemPayload, ThreadPayload
 
 Ctx = dict[str, Any]
 EventSink = Callable[[Event], None]
@@ -289,10 +290,10 @@ class Workflow:
         """
         def sink(ev: Event) -> None:
             try:
-                sid = ev.payload.get("session_id") if isinstance(ev.payload, dict) else None
-                if (isinstance(sid, str) and sid and not ev.payload.get("subagent")
-                        and (ev.kind == "result" or (ev.kind == "system" and ev.text == "init"))):
-                    self._remember(step, sid, lineage)
+                if ev.kind == "result" or (ev.kind == "system" and ev.text == "init"):
+                    sid = (ResultPayload.of(ev) if ev.kind == "result" else SystemPayload.of(ev)).session_id
+                    if sid and not ThreadPayload.of(ev).subagent:
+                        self._remember(step, sid, lineage)
             except Exception as exc:  # bookkeeping must never break the run
                 self.ui_errors.append(f"lineage: {exc!r}")
             if on_event is not None:
@@ -302,9 +303,7 @@ class Workflow:
     def _emit(self, on_event: EventSink | None, step: Step, index: int, total: int, *, resumed: bool,
               woke: bool, reused: bool) -> None:
         payload = {"index": index, "total": total, "resumed": resumed, "woke": woke, "reused": reused,
-                   "wake": self.wake}
-        if self.round:
-            payload["round"] = self.round
+                   "wake": self.wake, **({"round": self.round} if self.round else {})}
         self._call(on_event, Event("step", text=step.name, payload=payload))
 
     def _call(self, fn: Callable[..., Any] | None, *args: Any) -> None:

@@ -17,7 +17,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from adapters.chores import Chores
 from adapters.hub.changes import changed, with_changes
@@ -36,6 +35,7 @@ from adapters.view import AskCard, RunOutcome
 from adapters.view import fmt as _fmt
 from adapters.view.status import PARKED_STATES
 from flower_core import Event
+from flower_core.payloads import AskPayload, BudgetPayload, CutOffPayload, InputNotePayload, StepPayload, SystemPayload
 
 __all__ = ["KEPT", "REASKED", "LiveRun", "RunCallbacks", "RunFactory", "RunOptions", "RunPlan", "default_factory"]
 
@@ -197,25 +197,27 @@ class LiveRun:
         """The run side's sink, on the chat loop (the transport brought the event here). Never blocks, never
         raises."""
         try:
-            p = ev.payload if isinstance(ev.payload, dict) else {}
-            if ev.kind == "step" and p.get("reused"):
+            subtype = SystemPayload.of(ev).subtype if ev.kind == "system" else ""
+            if ev.kind == "step" and StepPayload.of(ev).reused:
                 self._reused.add(ev.text)
             if self._restoring:
                 if ev.kind == "step":
                     self.view.on_event(ev)  # the card learns the step; the thread needs no step lines again
                     return
-                self._restoring = ev.kind == "ask" or (ev.kind == "system" and p.get("subtype") != "parked")
+                self._restoring = ev.kind == "ask" or (ev.kind == "system" and subtype != "parked")
                 if not self._restoring or ev.kind == "ask":  # (a question asked again live: back too)
                     self._came_back()
-            if ev.kind == "ask" and p.get("kind") not in ("mail", "share"):  # questions: cards
-                if p.get("state") == "cancelled" and self._stop_reason == "shutdown":
+            ask = AskPayload.of(ev) if ev.kind == "ask" else None
+            if ask is not None and ask.is_question:  # questions: cards
+                if ask.state == "cancelled" and self._stop_reason == "shutdown":
                     return  # the bot is going away: the card stays open, answerable after the restart
-                self._ask_event(ev, p)
-            elif ev.kind == "system" and p.get("subtype") in _RUN_SIDE_NOTES:
-                self._run_side_note(str(p.get("subtype")), p)
+                self._ask_event(ev, ask)
+            elif subtype in _RUN_SIDE_NOTES:
+                self._run_side_note(subtype, ev)
             else:
-                if ev.kind == "system" and p.get("subtype") == "budget":
-                    self.spend.reported(p)  # in the record at once: a kill before the end loses none of it
+                if subtype == "budget":
+                    # in the record at once: a kill before the end loses none of it
+                    self.spend.reported(BudgetPayload.of(ev))
                 self.pipe.on_event(ev)
             self._set_status(self.view.status_card.state)
         except Exception as exc:
@@ -225,13 +227,13 @@ class LiveRun:
         if name not in self._reused:  # reused steps report before anything runs
             self._settle_old_cards(final=False)
 
-    def _ask_event(self, ev: Event, p: dict[str, Any]) -> None:
-        ask_id, state = str(p.get("id", "")), str(p.get("state", ""))
-        options = [str(o) for o in p.get("options") or []]
+    def _ask_event(self, ev: Event, ask: AskPayload) -> None:
+        ask_id, state = ask.id, ask.state
+        options = list(ask.options)
         if state == "asked":
             old = self.ledger.match(ev.text, before_gen=self.view.gen)
             if old is not None:
-                note = KEPT if p.get("restored") else REASKED
+                note = KEPT if ask.restored else REASKED
                 self.view.bind(ask_id, AskCard(old.card_id, ask_id, old.question, old.options, note=note))
         card_id = self.view.card_for_ask(ask_id)
         if state != "asked":
@@ -245,14 +247,15 @@ class LiveRun:
             rec = self.ledger.get(card_id)
             held = rec if rec is not None and rec.held is not None else None  # the answer it applied names its giver
             self.ledger.settled(card_id, state, by=held.held_by if held else "", place=held.held_place if held else "",
-                                answer=str(p.get("answer") or ""))
+                                answer=ask.answer)
         if (on_ask := self._callbacks.on_ask) is not None:
             on_ask(self, card_id, state)
 
-    def _run_side_note(self, what: str, p: dict[str, Any]) -> None:
+    def _run_side_note(self, what: str, ev: Event) -> None:
         """What the run side says about inputs it replayed after a restart, and calls a restart cut off."""
+        said = InputNotePayload.of(ev)
         if what == "answer_to_inbox":
-            card_id, answer, by = str(p.get("card", "")), str(p.get("answer", "")), str(p.get("user", ""))
+            card_id, answer, by = said.card, said.answer, said.user
             rec = self.ledger.get(card_id)
             if rec is not None and rec.state == "asked":
                 self.ledger.settled(card_id, "answered", by=by, answer=answer)
@@ -261,18 +264,17 @@ class LiveRun:
                     note="The restarted run did not ask this again; the answer went to its inbox.")))
         elif what == "oracle":
             self._oracle_n += 1
-            self.pipe.put(self.view.oracle(self._oracle_n, str(p.get("question", "")), str(p.get("answer", "")),
-                                           str(p.get("user", ""))))
+            self.pipe.put(self.view.oracle(self._oracle_n, said.question, said.answer, said.user))
         elif what == "unheard":
             self.pipe.put(self.view.notice(
-                f"⚠️ The run ended before it heard {self.view.cfg.who(str(p.get('user', '')))}: "
-                f"{_fmt.quote(str(p.get('text', '')), 300)} — reply in the thread to continue it."))
+                f"⚠️ The run ended before it heard {self.view.cfg.who(said.user)}: "
+                f"{_fmt.quote(said.text, 300)} — reply in the thread to continue it."))
         elif what == "cut_off":
-            for call in p.get("calls") or []:
-                if isinstance(call, dict) and not call.get("safe"):
+            for call in CutOffPayload.of(ev).calls:
+                if not call.safe:
                     self.pipe.put(self.view.notice(
-                        f"⚠️ The restart cut off {_fmt.tool_name(str(call.get('tool', '')))} "
-                        f"{_fmt.one_line(str(call.get('summary', '')), 80)} mid-call: the agent was told it may or "
+                        f"⚠️ The restart cut off {_fmt.tool_name(call.tool)} "
+                        f"{_fmt.one_line(call.summary, 80)} mid-call: the agent was told it may or "
                         "may not have taken effect, and checks before running it again."))
 
     def _settle_old_cards(self, *, final: bool) -> None:

@@ -14,24 +14,20 @@ SIGKILL between two reports loses at most the attempt in flight (the CLI had not
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from adapters.state import StateStore
+from flower_core.payloads import BudgetFigures
 
 __all__ = ["SpendBook"]
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 class SpendBook:
     def __init__(self, run_id: str, store: StateStore, base_usd: float) -> None:
         self.run_id, self.store, self.base_usd = run_id, store, max(0.0, base_usd)
 
-    def reported(self, payload: dict[str, Any]) -> None:
+    def reported(self, figures: BudgetFigures) -> None:
         """A budget event's figures (`total`, `cap`): keep them in the record."""
-        self._keep(_number(payload.get("total")), _number(payload.get("cap")))
+        self._keep(figures.total, figures.cap)
 
     def ended(self, cost_usd: float | None, aside_usd: float, cap_usd: float | None) -> None:
         """The run side's last word: this life's cost (its runtime's results) and the side questions'."""

@@ -32,6 +32,7 @@ from adapters.surface import OutMessage, Surface, ThreadRef, TransientSurfaceErr
 from adapters.transport.engine import EngineKit, RunEngine
 from adapters.transport.intents import RunLog
 from flower_core import Event
+from flower_core.payloads import AskPayload, ResultPayload, ThreadPayload
 
 if TYPE_CHECKING:
     from adapters.hub import Hub
@@ -78,10 +79,9 @@ class Metrics:
         try:
             self.events.inc()
             if ev.kind == "result":
-                p = ev.payload if isinstance(ev.payload, dict) else {}
-                cost = p.get("cost_usd")
-                if not p.get("subagent") and isinstance(cost, int | float) and cost > 0:
-                    self.cost.inc(float(cost))
+                cost = ResultPayload.of(ev).cost_usd
+                if not ThreadPayload.of(ev).subagent and cost is not None and cost > 0:
+                    self.cost.inc(cost)
         except Exception as exc:
             log.debug("metrics: event not counted: %r", exc)
 
@@ -208,9 +208,9 @@ def worker_snapshot(worker: RedisWorker, now: float) -> Snapshot:
         open_asks = held.sink.asks.values() if held.sink is not None else ()
         for ev in open_asks:
             snap.open_asks += 1
-            at = ev.payload.get("asked_at") if isinstance(ev.payload, dict) else None
-            if isinstance(at, int | float):
-                asked.append(float(at))
+            at = AskPayload.of(ev).asked_at
+            if at is not None:
+                asked.append(at)
     snap.oldest_ask_s = max(0.0, now - min(asked)) if asked else 0.0
     return snap
 

@@ -15,6 +15,17 @@ import threading
 from typing import Any, TextIO
 
 from flower_core import Event
+from flower_core.payloads import (
+    AskPayload,
+    BudgetPayload,
+    HandoffPayload,
+    MailPayload,
+    ResultPayload,
+    StepPayload,
+    SystemPayload,
+    ThreadPayload,
+    ToolResultPayload,
+)
 
 # SGR styles; used only when colour is on, so tests and pipes see plain text.
 _STYLE = {"dim": "2", "bold": "1", "ok": "32", "warn": "33", "error": "31", "ask": "36"}
@@ -121,12 +132,12 @@ class Render:
     # -- events → lines -----------------------------------------------------------------------
     def lines(self, ev: Event) -> list[tuple[str, str]]:
         """The lines (text, tone) one event prints. Unknown kinds get one dim line."""
-        p = ev.payload or {}
         kind = ev.kind
-        sub = bool(p.get("subagent"))
+        sub = ThreadPayload.of(ev).subagent
         if kind == "step":
-            extra = " (resumed)" if p.get("resumed") else ""
-            title = f"=== {clean(ev.text)} ({p.get('index', '?')}/{p.get('total', '?')}){extra} ==="
+            step = StepPayload.of(ev)
+            extra = " (resumed)" if step.resumed else ""
+            title = f"=== {clean(ev.text)} ({step.position}){extra} ==="
             return [("", ""), (title, "bold")]
         if kind == "text":
             return [] if sub or not ev.text.strip() else [(clean(ev.text).rstrip(), "")]
@@ -138,11 +149,12 @@ class Render:
             summary = "" if summary in ("{}", "") else summary
             return [(f"{bar}[{tool}] {summary}".rstrip(), "dim" if sub else "")]
         if kind == "tool_result":
-            if not p.get("is_error"):
+            if not ToolResultPayload.of(ev).is_error:
                 return []
             return [(f"  x tool failed: {_one_line(ev.text) or '(no text)'}", "error")]
         if kind == "ask":
-            return self._mail(ev) if p.get("kind") == "mail" else self._ask(ev)
+            ask = AskPayload.of(ev)
+            return self._mail(ev) if ask.kind == "mail" else self._ask(ev, ask)
         if kind == "retry":
             return [(f"  ~ retry: {_one_line(ev.text)}", "warn")]
         if kind == "handoff":
@@ -152,61 +164,62 @@ class Render:
         if kind == "reset":
             return [(f"  # context reset: {_one_line(ev.text) or 'conversation reset'}", "warn")]
         if kind == "result":
-            cost = p.get("cost_usd")
+            result = ResultPayload.of(ev)
+            cost = result.cost_usd
             if ev.text == BRAKE:  # the CLI stopped at the cost cap it was given: a pause, not a crash
                 bits = ["cost cap reached"]
-                if isinstance(cost, int | float):
+                if cost is not None:
                     bits.append(f"${cost:.4f}")
                 return [(f"  - {' · '.join(bits)}", "warn")]
             bits = [clean(ev.text) or "result"]
-            if p.get("num_turns") is not None:
-                bits.append(f"{p['num_turns']} turns")
-            if isinstance(cost, int | float):
+            if result.num_turns is not None:
+                bits.append(f"{result.num_turns} turns")
+            if cost is not None:
                 bits.append(f"${cost:.4f}")
-            return [(f"  - {' · '.join(bits)}", "error" if p.get("is_error") else "dim")]
+            return [(f"  - {' · '.join(bits)}", "error" if result.is_error else "dim")]
         if kind == "system":
             if ev.text == "permission_denied":
                 return [("  ! a tool was refused by the permission settings", "warn")]
-            if p.get("subtype") == "budget":
-                return self._budget(p)
+            if SystemPayload.of(ev).subtype == "budget":
+                return self._budget(BudgetPayload.of(ev))
             return []
         if kind in _QUIET_KINDS:
             return []
         # "unknown" and any kind added after this UI was written: one dim line, never a crash.
         return [(f"  · {kind}: {_one_line(ev.text)}".rstrip(), "dim")]
 
-    def _budget(self, p: dict[str, Any]) -> list[tuple[str, str]]:
+    def _budget(self, b: BudgetPayload) -> list[tuple[str, str]]:
         """The cost cap's events: one warning at 80%, and what became of a pause."""
-        phase, total, cap = p.get("phase"), _money(p.get("total")), _money(p.get("cap"))
+        phase, total, cap = b.phase, _money(b.total), _money(b.cap)
         if phase == "set":
             return [(f"- cost cap {cap}: when the run reaches it, it pauses and asks you here", "dim")]
         if phase == "spent":
-            share = p.get("share")
-            if isinstance(share, int | float) and WARN_SHARE <= share < 1.0 and not self._budget_warned:
+            share = b.share
+            if share is not None and WARN_SHARE <= share < 1.0 and not self._budget_warned:
                 self._budget_warned = True
                 return [(f"  ! cost {total} of the {cap} cap ({share:.0%})", "warn")]
             return []
         if phase == "raised":
             out = [(f"  $ cap raised to {cap} — going on in the same session", "ok")]
-            if p.get("note"):
-                out.append((f"    it hears: {_one_line(str(p['note']))}", "dim"))
+            if b.note:
+                out.append((f"    it hears: {_one_line(b.note)}", "dim"))
             self._budget_warned = False
             return out
         if phase in ("stopped", "refused"):
-            return [(f"  x {_one_line(str(p.get('note') or 'stopped at the cost cap'), 300)}", "error")]
+            return [(f"  x {_one_line(b.note or 'stopped at the cost cap', 300)}", "error")]
         return []
 
-    def _budget_ask(self, ev: Event) -> list[tuple[str, str]]:
-        p = ev.payload
-        total, cap, aside = _money(p.get("total")), _money(p.get("cap")), p.get("aside")
-        side = f" (side questions {_money(aside)} of it)" if isinstance(aside, int | float) and aside > 0 else ""
-        options = [str(o) for o in p.get("options") or []]
+    def _budget_ask(self, ask: AskPayload) -> list[tuple[str, str]]:
+        figures = ask.figures
+        total, cap, aside = _money(figures.total), _money(figures.cap), figures.aside
+        side = f" (side questions {_money(aside)} of it)" if aside is not None and aside > 0 else ""
+        options = list(ask.options)
         out = [(f"  $ Budget reached: spent {total} of the {cap} cost cap{side} — paused", "ask")]
         for i, opt in enumerate(options, 1):
             after = ""
             if opt.startswith("+"):
                 try:
-                    after = f"   (cap {_money(float(p.get('cap') or 0) + float(opt.lstrip('+$')))})"
+                    after = f"   (cap {_money(float(figures.cap or 0) + float(opt.lstrip('+$')))})"
                 except ValueError:
                     after = ""
             out.append((f"     {i}) {_one_line(opt)}{after}", "ask"))
@@ -214,33 +227,32 @@ class Render:
                     "\"wrap up within $2\"; Enter alone stops the run)", "dim"))
         return out
 
-    def _ask(self, ev: Event) -> list[tuple[str, str]]:
-        p = ev.payload
-        ask_id = str(p.get("id", ""))
-        state = p.get("state", "asked")
+    def _ask(self, ev: Event, ask: AskPayload) -> list[tuple[str, str]]:
+        ask_id = ask.id
+        state = ask.state or "asked"
         question = _one_line(ev.text, 500)
-        if state == "asked" and p.get("kind") == "budget":
+        if state == "asked" and ask.kind == "budget":
             self._shown_asks.add(ask_id)
-            return self._budget_ask(ev)
-        if p.get("kind") == "approval":
+            return self._budget_ask(ask)
+        if ask.kind == "approval":
             self._shown_asks.add(ask_id)
-            return self._approval(p)
+            return self._approval(ask)
         if state == "asked":
             self._shown_asks.add(ask_id)
-            options = [str(o) for o in p.get("options") or []]
+            options = list(ask.options)
             out = [(f"  ? {question}", "ask")]
             out += [(f"     {i}) {_one_line(o)}", "ask") for i, o in enumerate(options, 1)]
             how = f"type 1-{len(options)} or your own answer" if options else "type your answer"
-            left = p.get("remaining", -1)
-            quota = f"; {left} more questions allowed" if isinstance(left, int) and left >= 0 else ""
+            left = ask.remaining
+            quota = f"; {left} more questions allowed" if left >= 0 else ""
             out.append((f"     ({how}, then Enter; Enter alone skips{quota})", "dim"))
             return out
         seen = ask_id in self._shown_asks
         about = "" if seen else f" ({question})"
-        answer = _one_line(str(p.get("answer", "")))
+        answer = _one_line(ask.answer)
         if state == "answered":
             return [(f"  + answered: {answer}{about}", "ok")]
-        if p.get("kind") == "budget" and state in ("timeout", "declined"):
+        if ask.kind == "budget" and state in ("timeout", "declined"):
             why = "nobody answered in time" if state == "timeout" else "skipped"
             return [(f"  ! budget question {why} — the run stops at its cost cap", "warn")]
         if state == "timeout":
@@ -256,17 +268,16 @@ class Render:
         return [(f"  · ask {state}{about}", "dim")]
 
     @staticmethod
-    def _approval(p: dict[str, Any]) -> list[tuple[str, str]]:
+    def _approval(ask: AskPayload) -> list[tuple[str, str]]:
         """A tool call waiting for a yes (flower_core/human/approval.py): y once, a for the run, n or words deny."""
-        tool, state = str(p.get("tool") or "a tool"), p.get("state", "asked")
-        raw = p.get("input")
-        args: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        tool, state = ask.call.tool or "a tool", ask.state or "asked"
+        args = ask.call.input
         what = _one_line(str(args.get("command") or args.get("file_path") or args or ""), 300)
         if state == "asked":
             return [(f"  ? the agent wants to run {tool}: {what}", "ask"),
                     (f"     (y = once, a = allow {tool} for this run, n = deny, or words to deny with; Enter "
                      "alone denies)", "dim")]
-        answer = " ".join(str(p.get("answer", "")).split())
+        answer = " ".join(ask.answer.split())
         low = answer.casefold()
         if state == "answered" and low in ("y", "yes", "once", "allow once", "ok", "allow"):
             return [(f"  + {tool} allowed once", "ok")]
@@ -281,7 +292,7 @@ class Render:
 
     @staticmethod
     def _mail(ev: Event) -> list[tuple[str, str]]:
-        state = ev.payload.get("state")
+        state = MailPayload.of(ev).state
         text = _one_line(ev.text)
         if state == "queued":
             return [(f"  + queued: {text} (it reads its inbox at the next checkpoint)", "ok")]
@@ -291,13 +302,13 @@ class Render:
 
     @staticmethod
     def _handoff(ev: Event) -> list[tuple[str, str]]:
-        p = ev.payload
-        phase = p.get("phase", "")
+        handoff = HandoffPayload.of(ev)
+        phase = handoff.phase
         out = [(f"  # handoff/{phase}: {_one_line(ev.text)}", "warn")]
         if phase == "done":
-            if p.get("path"):
-                out.append((f"  <- handoff document: {clean(str(p['path']))}", ""))
-            if p.get("degraded"):
+            if handoff.path:
+                out.append((f"  <- handoff document: {clean(handoff.path)}", ""))
+            if handoff.degraded:
                 out.append(("  x the handoff document could not be written; a fallback was used", "error"))
         return out
 

@@ -28,6 +28,7 @@ from adapters.chores import Chores
 from adapters.transport import replay as _replay
 from adapters.transport.intents import Intent, IntentReply, Op, RunLog, Settled, mail_id_for
 from flower_core import Event, Lineage
+from flower_core.payloads import AskPayload, MailPayload
 from flower_core.runtime.transcript import SessionFacts
 
 log = logging.getLogger(__name__)
@@ -211,18 +212,19 @@ class Applier:
     # ---- events -----------------------------------------------------------------------------------
     def observe(self, ev: Event) -> None:
         """Every event of the run (loop thread). Never raises."""
-        p = ev.payload if isinstance(ev.payload, dict) else {}
-        if ev.kind == "ask" and p.get("kind") == "mail":
-            if p.get("state") == "delivered" and str(p.get("id")) in self._mail:
-                self._taken.add(self._mail.pop(str(p.get("id"))))
-        elif ev.kind == "ask" and p.get("state") == "asked" and p.get("restored"):
+        ask = AskPayload.of(ev) if ev.kind == "ask" else None
+        if ask is not None and ask.kind == "mail":
+            mail = MailPayload.of(ev)
+            if mail.state == "delivered" and mail.id in self._mail:
+                self._taken.add(self._mail.pop(mail.id))
+        elif ask is not None and ask.state == "asked" and ask.restored:
             asked = _squash(ev.text)
             self._expected.discard(asked)
             mine = [w for w in self._waiting if _squash(w.question) == asked]
             if mine:
                 self._waiting = [w for w in self._waiting if w not in mine]
                 # Not from inside the channel's own emit: once this event is handled.
-                asyncio.get_running_loop().call_soon(self._give, mine, str(p.get("id", "")))
+                asyncio.get_running_loop().call_soon(self._give, mine, ask.id)
         elif ev.kind == "system" and ev.text == "init" and (self._waiting or self._expected):
             self._expected.clear()
             self._flush_waiting()  # a CLI started: the step went on without restoring the question

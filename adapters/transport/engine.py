@@ -25,6 +25,7 @@ from adapters.transport.base import RunEnd, RunSink
 from adapters.transport.intents import Intent, IntentReply, RunLog
 from adapters.transport.plan import RunFactory, RunPlan, build_workflow, default_factory
 from flower_core import AgentSpec, Event, HandoffPolicy, Oracle, ParkPolicy, Resilience, Runtime, Workflow
+from flower_core.payloads import AskPayload, StepPayload
 from flower_core.runtime.handoff import interrupt_prompt
 
 log = logging.getLogger(__name__)
@@ -105,14 +106,13 @@ class RunEngine:
         try:
             if hop(self._loop, self.on_event, ev):
                 return
-            p = ev.payload if isinstance(ev.payload, dict) else {}
-            if (self._stop_reason == "shutdown" and ev.kind == "ask" and p.get("kind") != "mail"
-                    and p.get("state") == "cancelled"):
+            if (self._stop_reason == "shutdown" and ev.kind == "ask"
+                    and (ask := AskPayload.of(ev)).kind != "mail" and ask.state == "cancelled"):
                 return  # this process is going away: the card stays open, answerable after the restart
             if self.oracle is not None:
                 with contextlib.suppress(Exception):
                     self.oracle.observe(ev)
-            if ev.kind == "step" and p.get("reused"):
+            if ev.kind == "step" and StepPayload.of(ev).reused:
                 self._reused.add(ev.text)
             self.applier.observe(ev)
             self.sink.on_event(ev)

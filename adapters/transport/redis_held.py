@@ -22,6 +22,7 @@ from adapters.transport.intents import Intent, IntentReply, Op, Settled
 from adapters.transport.plan import RunPlan
 from adapters.transport.redis_log import HeldLog, Logged
 from flower_core import Event
+from flower_core.payloads import AskPayload, BudgetPayload, SystemPayload
 
 if TYPE_CHECKING:
     from adapters.transport.redis_worker import RedisWorker
@@ -71,21 +72,23 @@ class HeldSink:
 
     def on_event(self, ev: Event) -> None:
         h = self.held
-        p = ev.payload if isinstance(ev.payload, dict) else {}
-        if ev.kind == "system" and p.get("subtype") in ("parked", "unparked"):
-            h.parked = p.get("subtype") == "parked"
+        subtype = SystemPayload.of(ev).subtype if ev.kind == "system" else ""
+        total = BudgetPayload.of(ev).total if subtype == "budget" else None
+        ask = AskPayload.of(ev) if ev.kind == "ask" else None
+        if subtype in ("parked", "unparked"):
+            h.parked = subtype == "parked"
             self.park = ev
             self.worker.room_changed()
         elif ev.kind == "step":
             self.step = ev
-        elif ev.kind == "system" and p.get("subtype") == "budget" and isinstance(p.get("total"), int | float):
-            if float(p["total"]) > h.spent_usd:  # kept with the event, so a worker taking the run over counts it
-                h.spent_usd, h.spent_dirty = float(p["total"]), True
-        elif ev.kind == "ask" and p.get("kind") != "mail":
-            if p.get("state") == "asked":
-                self.asks[str(p.get("id", ""))] = ev
+        elif total is not None:
+            if total > h.spent_usd:  # kept with the event, so a worker taking the run over counts it
+                h.spent_usd, h.spent_dirty = total, True
+        elif ask is not None and ask.kind != "mail":
+            if ask.state == "asked":
+                self.asks[ask.id] = ev
             else:
-                self.asks.pop(str(p.get("id", "")), None)
+                self.asks.pop(ask.id, None)
         self.worker.publish(h, wire.event_fields(h.run_id, h.gen, self.worker.name, h.next_seq(), ev))
 
     def replay(self) -> None:

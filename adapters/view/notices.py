@@ -6,10 +6,9 @@ and when to send them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from adapters.surface import OutMessage
 from adapters.view import fmt
+from flower_core.payloads import BudgetPayload, HandoffPayload, ResetPayload, StepPayload
 
 
 def receipt(key: str, text: str, state: str, *, by: str = "", amended: bool = False,
@@ -25,18 +24,18 @@ def receipt(key: str, text: str, state: str, *, by: str = "", amended: bool = Fa
                       only_in=only_in, state="delivered" if state == "delivered" else "queued")
 
 
-def handoff(key: str, p: dict[str, Any], text: str, window: int) -> OutMessage:
-    phase = p.get("phase", "")
-    level = f"{fmt.tokens(p.get('context'))}/{fmt.tokens(p.get('window') or window)}"
+def handoff(key: str, h: HandoffPayload, text: str, window: int) -> OutMessage:
+    phase = h.phase
+    level = f"{fmt.tokens(h.context)}/{fmt.tokens(h.window or window)}"
     if phase == "near":
         body = f"🌡️ Context {level} — a handoff to a fresh session is coming up"
     elif phase == "writing":
         body = f"✍️ Context {level} — the agent is writing a handoff document for its successor"
     elif phase == "done":
         body = "🔁 A fresh session took over"
-        if p.get("path"):
-            body += f"; handoff document: {p['path']}"
-        if p.get("degraded"):
+        if h.path:
+            body += f"; handoff document: {h.path}"
+        if h.degraded:
             body += " (degraded: the handoff could not be written in full)"
     else:
         body = f"🔁 Handoff: {fmt.one_line(text, 300)}"
@@ -53,8 +52,8 @@ def trouble(key: str, *, retries: int, last_error: str, last_retry: str) -> OutM
     return OutMessage(key, "notice", "\n".join(lines) or "⚠️ trouble", replace=True)
 
 
-def reset(key: str, p: dict[str, Any], text: str) -> OutMessage:
-    pre, post = p.get("pre_tokens"), p.get("post_tokens")
+def reset(key: str, r: ResetPayload, text: str) -> OutMessage:
+    pre, post = r.pre_tokens, r.post_tokens
     if pre or post:
         body = f"🗜️ Context compacted: {fmt.tokens(pre)} → {fmt.tokens(post)}; the agent now works from a summary"
     else:
@@ -62,18 +61,17 @@ def reset(key: str, p: dict[str, Any], text: str) -> OutMessage:
     return OutMessage(key, "notice", body, replace=False)
 
 
-def step(key: str, name: str, p: dict[str, Any]) -> OutMessage:
+def step(key: str, name: str, s: StepPayload) -> OutMessage:
     note = ""
-    if isinstance(p.get("round"), int) and p["round"] > 1:
-        note = f" — round {p['round']}, the same conversation goes on"
-    elif p.get("reused"):
+    if s.round > 1:
+        note = f" — round {s.round}, the same conversation goes on"
+    elif s.reused:
         note = " — already finished before, reused"
-    elif p.get("woke"):
+    elif s.woke:
         note = " — picking up where it was cut off"
-    elif p.get("resumed"):
+    elif s.resumed:
         note = " — continuing a session"
-    return OutMessage(key, "notice", f"➡️ Step {p.get('index', '?')}/{p.get('total', '?')}: {name}{note}",
-                      replace=False)
+    return OutMessage(key, "notice", f"➡️ Step {s.position}: {name}{note}", replace=False)
 
 
 def interrupt(key: str, by: str, text: str, who: fmt.Who = fmt.plain_who) -> OutMessage:
@@ -93,15 +91,15 @@ def oracle(key: str, question: str, answer: str | None, by: str, who: fmt.Who = 
     return OutMessage(key, "oracle", body, title=f"🔮 Oracle — asked by {who(by)}", replace=True)
 
 
-def budget(key: str, p: dict[str, Any]) -> OutMessage:
+def budget(key: str, b: BudgetPayload) -> OutMessage:
     """The cost cap moved: raised (the run goes on), or the run stopped at it (or refused to start)."""
-    phase = p.get("phase")
-    cap = p.get("cap") if isinstance(p.get("cap"), int | float) else 0.0
+    phase = b.phase
+    cap = b.cap if b.cap is not None else 0.0
     if phase == "raised":
         body = f"💰 Cost cap raised to {fmt.money(cap)} — the run goes on in the same session"
-        if p.get("note"):
-            body += f"; the agent hears: {fmt.quote(str(p['note']), 300)}"
+        if b.note:
+            body += f"; the agent hears: {fmt.quote(b.note, 300)}"
         return OutMessage(key, "notice", body, replace=False)
-    note = str(p.get("note") or "stopped at the cost cap")
+    note = b.note or "stopped at the cost cap"
     icon = "⛔" if phase == "refused" else "⏹️"
     return OutMessage(key, "notice", f"{icon} {note[:1].upper()}{note[1:]}", replace=False, tone="danger")

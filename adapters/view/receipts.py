@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from adapters.surface import OutMessage
 from adapters.view import fmt, notices
+from flower_core.payloads import MailPayload
 
 
 class Receipts:
@@ -35,14 +34,14 @@ class Receipts:
         return [notices.receipt(self.key(mail_id), entry[0], "queued", by=user, amended=entry[2], who=self.who,
                                 origin=origin, only_in=only_in)]
 
-    def event(self, text: str, p: dict[str, Any]) -> OutMessage:
-        mail_id, state = str(p.get("id", "")), str(p.get("state", "queued"))
+    def event(self, text: str, mail: MailPayload) -> OutMessage:
+        mail_id, state = mail.id, mail.state or "queued"
         text, by, amended = self._queued.get(mail_id, (text, "", False))
         if state == "queued" and not by:
             by, self._next_by = self._next_by, ""
             if any(self._next_origin):
                 self._origins[mail_id], self._next_origin = self._next_origin, ("", "")
-        amended = amended or bool(p.get("amended"))
+        amended = amended or mail.amended
         origin, only_in = self._origins.get(mail_id, ("", ""))
         if state == "queued":
             self._queued[mail_id] = (text, by, amended)

@@ -23,13 +23,25 @@ from typing import Any
 
 from adapters.surface import OutMessage
 from adapters.view import asks, fmt, notices, shares, status, summary
-from adapters.view.approval_card import DIFF_KEYS, whole_diff
+from adapters.view.approval_card import whole_diff
 from adapters.view.asks import AskCard
 from adapters.view.prose import ProseBuffer
 from adapters.view.receipts import Receipts
 from adapters.view.status import StatusCard
 from adapters.view.summary import RunOutcome
 from flower_core import Event
+from flower_core.payloads import (
+    AskPayload,
+    BudgetPayload,
+    HandoffPayload,
+    MailPayload,
+    ResetPayload,
+    ResultPayload,
+    SharePayload,
+    StepPayload,
+    SystemPayload,
+    ThreadPayload,
+)
 
 ASK_TOOL = "mcp__human__ask"
 
@@ -85,9 +97,9 @@ class RunView:
         out: list[OutMessage] = []
         now = self._clock()
         kind = ev.kind
-        p = ev.payload if isinstance(ev.payload, dict) else {}
-        sub = bool(p.get("subagent"))
-        milestone = self._context(p, sub)
+        said = ThreadPayload.of(ev)
+        sub = said.subagent
+        milestone = self._context(said.context, sub)
         if kind == "text":
             if not sub and ev.text.strip():
                 milestone |= self._progress()
@@ -100,33 +112,35 @@ class RunView:
                 self._dirty = True
         elif kind == "result":
             if not sub:
-                self.status_card.cost_usd += _num(p.get("cost_usd"))
+                self.status_card.cost_usd += ResultPayload.of(ev).cost_usd or 0.0
                 self._dirty = True
         elif kind == "step":
             self._flush_prose(out)
-            milestone |= self._step(ev, p, out)
+            milestone |= self._step(ev, StepPayload.of(ev), out)
         elif kind == "ask":
             self._flush_prose(out)
-            if p.get("kind") == "mail":
-                out.append(self._receipts.event(ev.text, p))
-            elif p.get("kind") == "share":  # a file the agent posted (shares.py)
-                out.extend(m for m in [shares.shared(self.run_id, p)] if m is not None)
+            ask = AskPayload.of(ev)
+            if ask.kind == "mail":
+                out.append(self._receipts.event(ev.text, MailPayload.of(ev)))
+            elif ask.kind == "share":  # a file the agent posted (shares.py)
+                out.extend(m for m in [shares.shared(self.run_id, SharePayload.of(ev))] if m is not None)
             else:
-                milestone |= self._ask_event(ev, p, out)
+                milestone |= self._ask_event(ev, ask, out)
         elif kind == "handoff":
             self._flush_prose(out)
-            self._handoff(ev, p, out)
+            self._handoff(ev, HandoffPayload.of(ev), out)
             milestone = True
         elif kind in ("retry", "error"):
             self._flush_prose(out)
             self._trouble_event(kind, ev, out)
         elif kind == "reset":
             self._flush_prose(out)
-            out.append(notices.reset(self._key("reset"), p, ev.text))
-        elif kind == "system" and p.get("subtype") == "budget":
-            milestone |= self._budget(p, out)
-        elif kind == "system" and p.get("subtype") in ("parked", "unparked"):
-            milestone |= self._parking(p.get("subtype") == "parked")
+            out.append(notices.reset(self._key("reset"), ResetPayload.of(ev), ev.text))
+        elif kind == "system" and (subtype := SystemPayload.of(ev).subtype) in ("budget", "parked", "unparked"):
+            if subtype == "budget":
+                milestone |= self._budget(BudgetPayload.of(ev), out)
+            else:
+                milestone |= self._parking(subtype == "parked")
         # thinking, tool_result, prompt, system, task, unknown and kinds added later: not for the thread
         self._due(now, out, force_status=milestone)
         return out
@@ -242,10 +256,9 @@ class RunView:
         self._seq += 1
         return f"{prefix}:{self.epoch}:{self._seq}"
 
-    def _context(self, p: dict[str, Any], sub: bool) -> bool:
-        ctx = p.get("context")
-        if not sub and isinstance(ctx, int | float) and ctx > 0 and ctx != self.status_card.context:
-            self.status_card.context = int(ctx)
+    def _context(self, ctx: int, sub: bool) -> bool:
+        if not sub and ctx > 0 and ctx != self.status_card.context:
+            self.status_card.context = ctx
             self._dirty = True
         return False
 
@@ -277,45 +290,43 @@ class RunView:
         if force_status or (status_at is not None and now >= status_at):
             out.append(self.status_now())
 
-    def _step(self, ev: Event, p: dict[str, Any], out: list[OutMessage]) -> bool:
+    def _step(self, ev: Event, s: StepPayload, out: list[OutMessage]) -> bool:
         c = self.status_card
-        c.step_name, c.step_index, c.step_total = ev.text, int(_num(p.get("index"))), int(_num(p.get("total")))
-        n = p.get("round")
-        if isinstance(n, int) and n > 1:
-            c.round = n
-        woken = "woken" if p.get("woke") else ""
-        c.step_note = "reused" if p.get("reused") else f"round {c.round}" if c.round > 1 else woken
-        if isinstance(p.get("wake"), int) and p["wake"] > 0:
-            self.gen = p["wake"]
+        c.step_name, c.step_index, c.step_total = ev.text, s.index or 0, s.total or 0
+        if s.round > 1:
+            c.round = s.round
+        woken = "woken" if s.woke else ""
+        c.step_note = "reused" if s.reused else f"round {c.round}" if c.round > 1 else woken
+        if s.wake > 0:
+            self.gen = s.wake
         if c.state not in status.FINAL_STATES:
             c.state = self._waiting()
-        out.append(notices.step(self._key("step"), ev.text, p))
+        out.append(notices.step(self._key("step"), ev.text, s))
         return True
 
-    def _ask_event(self, ev: Event, p: dict[str, Any], out: list[OutMessage]) -> bool:
-        ask_id, state = str(p.get("id", "")), str(p.get("state", "asked"))
+    def _ask_event(self, ev: Event, ask: AskPayload, out: list[OutMessage]) -> bool:
+        ask_id, state = ask.id, ask.state or "asked"
         card_id = self.card_for_ask(ask_id)
         card = self._cards.get(card_id)
         if card is None:
-            card = AskCard(card_id, ask_id, ev.text, [str(o) for o in p.get("options") or []])
-        if p.get("kind"):  # a question of the runtime's own (the cost cap): drawn from its figures
-            card.kind = str(p["kind"])
-            card.facts = {k: p[k] for k in ("spent", "aside", "total", "cap", "step", "tool", "input", *DIFF_KEYS)
-                          if k in p}
+            card = AskCard(card_id, ask_id, ev.text, list(ask.options))
+        if ask.kind:  # a question of the runtime's own (the cost cap): drawn from its figures
+            card.kind = ask.kind
+            card.facts = dict(ask.facts)
         card.ask_id, card.state = ask_id, state
-        if state == "asked" and isinstance(p.get("asked_at"), int | float):
-            card.asked_at = float(p["asked_at"])
-        card.remaining = int(_num(p.get("remaining", -1)))
+        if state == "asked" and ask.asked_at is not None:
+            card.asked_at = ask.asked_at
+        card.remaining = ask.remaining
         if state == "asked":
             self._cards[card_id] = card
         else:
-            card.answer = str(p.get("answer") or "")
+            card.answer = ask.answer
             card.by = self._answered_by.pop(card_id, card.by)
             card.where = self._answered_where.pop(card_id, card.where)
             self._cards.pop(card_id, None)
             self._bound.pop(ask_id, None)
         out.append(asks.render(self.run_id, card, self.cfg.who))
-        diff = whole_diff(self.run_id, card) if state == "asked" and not p.get("restored") else None
+        diff = whole_diff(self.run_id, card) if state == "asked" and not ask.restored else None
         if diff is not None:  # an edit longer than the card's preview: the whole diff as a file beside it
             out.append(diff)
         if self.status_card.state in status.FINAL_STATES:
@@ -330,18 +341,17 @@ class RunView:
             return "running"
         return "approving" if all(c.kind == "approval" for c in self._cards.values()) else "waiting"
 
-    def _handoff(self, ev: Event, p: dict[str, Any], out: list[OutMessage]) -> None:
-        window = p.get("window")
-        if isinstance(window, int) and window > 0:
-            self.status_card.window = window
-        phase = p.get("phase")
+    def _handoff(self, ev: Event, h: HandoffPayload, out: list[OutMessage]) -> None:
+        if h.window > 0:
+            self.status_card.window = h.window
+        phase = h.phase
         if phase == "near":
-            out.append(notices.handoff(self._key("near"), p, ev.text, self.status_card.window))
+            out.append(notices.handoff(self._key("near"), h, ev.text, self.status_card.window))
             return
         # "writing" opens a notice that "done" then edits; a "done" without "writing" stands alone.
         key = self._handoff_key or self._key("handoff")
         self._handoff_key = key if phase == "writing" else None
-        out.append(notices.handoff(key, p, ev.text, self.status_card.window))
+        out.append(notices.handoff(key, h, ev.text, self.status_card.window))
 
     def _parking(self, parked: bool) -> bool:
         """A parked run has no CLI while its question waits (flower_core/runtime/parking.py)."""
@@ -354,25 +364,24 @@ class RunView:
                 c.state = self._waiting()
         return c.state != before
 
-    def _budget(self, p: dict[str, Any], out: list[OutMessage]) -> bool:
+    def _budget(self, b: BudgetPayload, out: list[OutMessage]) -> bool:
         """The cost cap's books: spent / cap on the card; a notice when the cap is raised or the run stopped."""
         c = self.status_card
         before = c.tone()
-        if isinstance(p.get("spent"), int | float):
-            c.cost_usd = float(p["spent"])
-        if isinstance(p.get("aside"), int | float):
-            c.aside_usd = float(p["aside"])
-        cap = p.get("cap")
-        c.cap_usd = float(cap) if isinstance(cap, int | float) and not isinstance(cap, bool) else None
+        if b.spent is not None:
+            c.cost_usd = b.spent
+        if b.aside is not None:
+            c.aside_usd = b.aside
+        c.cap_usd = b.cap
         self._dirty = True
-        phase = p.get("phase")
+        phase = b.phase
         if phase == "stopped":
             c.out_of_budget = True
         elif phase == "raised":
             c.out_of_budget = False
         if phase in ("raised", "stopped", "refused"):
             self._flush_prose(out)
-            out.append(notices.budget(self._key("budget"), p))
+            out.append(notices.budget(self._key("budget"), b))
         return c.tone() != before or phase in ("set", "raised", "stopped", "refused")
 
     def _trouble_event(self, kind: str, ev: Event, out: list[OutMessage]) -> None:
@@ -385,10 +394,3 @@ class RunView:
         else:
             t["error"] = ev.text
         out.append(notices.trouble(t["key"], retries=t["retries"], last_error=t["error"], last_retry=t["retry"]))
-
-
-def _num(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return 0.0

@@ -7,10 +7,9 @@ carries the note, so a platform that cannot upload still says what was shared.
 
 from __future__ import annotations
 
-from typing import Any
-
 from adapters.platform.messages import FileRef, OutMessage
 from adapters.view import fmt
+from flower_core.payloads import SharePayload
 
 __all__ = ["NOTE_MAX", "human_size", "shared"]
 
@@ -29,15 +28,14 @@ def human_size(n: int) -> str:
     return f"{size:.1f} {unit}"
 
 
-def shared(run_id: str, p: dict[str, Any]) -> OutMessage | None:
+def shared(run_id: str, share: SharePayload) -> OutMessage | None:
     """The message for a share event (None when the payload names no file)."""
-    path, file = str(p.get("path") or ""), str(p.get("file") or "")
+    path, file = share.path, share.file
     if not path or not file:
         return None
-    raw = p.get("size")
-    size = raw if isinstance(raw, int) and not isinstance(raw, bool) else 0
-    name = str(p.get("name") or path.rsplit("/", 1)[-1])
-    note = fmt.one_line(str(p.get("note") or ""), NOTE_MAX)
+    size = share.size
+    name = share.name or path.rsplit("/", 1)[-1]
+    note = fmt.one_line(share.note, NOTE_MAX)
     text = f"📎 {path} ({human_size(size)})" + (f"\n{note}" if note else "")
-    return OutMessage(key=f"share:{p.get('id') or path}", kind="notice", text=text, important=True, replace=False,
+    return OutMessage(key=f"share:{share.id or path}", kind="notice", text=text, important=True, replace=False,
                       attachment=FileRef(file, name, size, rel=path, run_id=run_id))

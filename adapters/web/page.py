@@ -36,6 +36,8 @@ from adapters.view import fmt
 from adapters.web.api import WEB_USER, run_json, web_of
 from adapters.web.events import EventLog
 from adapters.web.surface import Watcher
+from flower_core import Event
+from flower_core.payloads import ThreadPayload
 
 __all__ = ["STATIC", "index", "page_ws", "static"]
 
@@ -172,7 +174,7 @@ async def _send_changes(ws: web.WebSocketResponse, w: Any, watching: Watching, *
     while True:
         page = watching.log.after(watching.events_cursor, ACTIVITY_PAGE)
         items = [{"seq": e["seq"], "tool": fmt.tool_name(e["tool"]), "text": fmt.one_line(e["text"], 160),
-                  "sub": bool(e["payload"].get("subagent"))}
+                  "sub": ThreadPayload.of(Event(e["kind"], payload=e["payload"])).subagent}
                  for e in page.events if e["kind"] == "tool_call" and e["tool"] != ASK_TOOL]
         if items or page.dropped or always:
             await ws.send_json({"type": "activity", "run": watching.run_id, "items": items, "last": page.last,

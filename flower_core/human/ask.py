@@ -68,9 +68,8 @@ class Ask:
             "answer": self.answer,
             "remaining": -1 if self.kind else remaining,  # the quota is the model's, not the runtime's
             "asked_at": self.asked_at,
+            **({"restored": True} if self.restored else {}),
         }
-        if self.restored:
-            payload["restored"] = True
         if self.kind:
             payload = {**self.facts, "kind": self.kind, **payload}
         return Event("ask", text=self.question, payload=payload, raw=self)

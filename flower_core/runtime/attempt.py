@@ -18,6 +18,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, SystemMessage
 
 from flower_core.events import Event, normalize
+from flower_core.payloads import ThreadPayload, ToolCallPayload, ToolResultPayload
 from flower_core.runtime.handoff import is_overflow
 
 CONNECT_TIMEOUT = 120.0
@@ -227,7 +228,8 @@ class Attempt:
             self._result = msg
         events = normalize(msg)
         for ev in events:
-            main = not ev.payload.get("subagent")
+            said = ThreadPayload.of(ev)
+            main = not said.subagent
             if ev.kind == "text" and main:
                 self.out.texts.append(ev.text)
             elif ev.kind == "error":
@@ -235,14 +237,13 @@ class Attempt:
             elif ev.kind == "tool_call" and main:
                 self.out.tool_calls.append(str(ev))
                 if self.ask_tool and ev.tool == self.ask_tool:
-                    self._open_asks.add(str(ev.payload.get("id", "")))
+                    self._open_asks.add(ToolCallPayload.of(ev).id)
             elif ev.kind == "tool_result" and main and self._open_asks:
-                self._open_asks.discard(str(ev.payload.get("tool_use_id", "")))
+                self._open_asks.discard(ToolResultPayload.of(ev).tool_use_id)
                 if not self._open_asks and self._asks_closed is not None:
                     self._asks_closed.set()
-            ctx = ev.payload.get("context")
-            if main and isinstance(ctx, int) and ctx > 0:
-                self.out.context = ctx
+            if main and said.context > 0:
+                self.out.context = said.context
         if self.on_events is not None and events:
             with contextlib.suppress(Exception):
                 self.on_events(events)

@@ -329,9 +329,8 @@ class Budget:
         sink = self.on_event
         if sink is None:
             return
-        payload: dict[str, Any] = {"subtype": KIND, "phase": phase, **self.figures(), "step": step}
-        if aside_side:
-            payload["source"] = "aside"
+        payload: dict[str, Any] = {"subtype": KIND, "phase": phase, **self.figures(), "step": step,
+                                   **({"source": "aside"} if aside_side else {})}
         payload.update({k: v for k, v in extra.items() if v not in (None, "")})
         try:
             sink(Event("system", KIND, payload=payload))

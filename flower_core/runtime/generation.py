@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flower_core.events import Event
+from flower_core.payloads import ThreadPayload
 from flower_core.runtime.attempt import RECENT_CALLS, Outcome, StopSignal
 from flower_core.runtime.document import HandoffDoc, degraded
 from flower_core.runtime.handoff import HANDOFF_ARCHIVE, HANDOFF_PREFIX, WRITE_PROMPT, write_handoff
@@ -93,11 +94,11 @@ class StepState:
         return True
 
     def observe(self, ev: Event) -> None:
-        main = not ev.payload.get("subagent")
-        if not main:
+        said = ThreadPayload.of(ev)
+        if said.subagent:
             return
-        ctx = ev.payload.get("context")
-        if isinstance(ctx, int) and ctx > 0:
+        ctx = said.context
+        if ctx > 0:
             self.ctx = ctx
             self.peak = max(self.peak, ctx)
             self.result.context = ctx

@@ -11,6 +11,7 @@ import asyncio
 from typing import Any
 
 from flower_core.events import Event
+from flower_core.payloads import TaskPayload, ToolCallPayload, ToolResultPayload
 from flower_core.runtime import park_approval
 
 _DONE_TASKS = frozenset({"completed", "failed", "killed", "stopped", "cancelled"})
@@ -26,18 +27,18 @@ class Calls:
         self.changed = asyncio.Event()
 
     def observe(self, ev: Event) -> None:
-        p = ev.payload if isinstance(ev.payload, dict) else {}
-        if ev.kind == "tool_call" and isinstance(p.get("id"), str):
-            if p.get("subagent"):
-                self.side.add(p["id"])
+        if ev.kind == "tool_call" and (call := ToolCallPayload.of(ev)).id:
+            if call.subagent:
+                self.side.add(call.id)
             else:
-                self.main[p["id"]] = (ev.tool, p.get("input"))
+                self.main[call.id] = (ev.tool, call.input)
         elif ev.kind == "tool_result":
-            self.main.pop(str(p.get("tool_use_id")), None)
-            self.side.discard(str(p.get("tool_use_id")))
-        elif ev.kind == "task" and isinstance(p.get("task_id"), str):
-            ended = ev.text == "TaskNotificationMessage" or p.get("status") in _DONE_TASKS
-            (self.tasks.discard if ended else self.tasks.add)(p["task_id"])
+            done = ToolResultPayload.of(ev).tool_use_id
+            self.main.pop(done, None)
+            self.side.discard(done)
+        elif ev.kind == "task" and (task := TaskPayload.of(ev)).task_id:
+            ended = ev.text == "TaskNotificationMessage" or task.status in _DONE_TASKS
+            (self.tasks.discard if ended else self.tasks.add)(task.task_id)
         else:
             return
         self.changed.set()

@@ -30,6 +30,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from flower_core.events import Event
+from flower_core.payloads import ToolResultPayload
 from flower_core.runtime import park_approval
 from flower_core.runtime.attempt import Outcome
 from flower_core.runtime.handoff import interrupt_prompt
@@ -130,8 +131,7 @@ class Parking:
         parking = self._parking.get(id(state))
         if parking is None:
             return False
-        p = ev.payload if isinstance(ev.payload, dict) else {}
-        return (ev.kind == "tool_result" and p.get("tool_use_id") == parking[1]) or (
+        return (ev.kind == "tool_result" and ToolResultPayload.of(ev).tool_use_id == parking[1]) or (
             ev.kind == "prompt" and ev.text.startswith("[Request interrupted"))
 
     async def attempt(self, spec: Any, prompt: str, resume: str | None, fork: bool, state: StepState) -> Outcome:
@@ -458,10 +458,9 @@ def _continuing(spec: Any) -> Any:
 
 
 def _event(what: str, record: ParkRecord, ask_id: str, *, restored: bool, outcome: str = "") -> Event:
+    unparked = {"outcome": outcome, "parked_s": round(max(0.0, time.time() - record.parked_at), 1)}
     payload: dict[str, Any] = {"subtype": what, "step": record.step, "session_id": record.session_id,
                                "ask_id": ask_id, "question": record.question, "asked_at": record.asked_at,
-                               "restored": restored, **park_approval.event_facts(record)}
-    if what == UNPARKED:
-        payload["outcome"] = outcome
-        payload["parked_s"] = round(max(0.0, time.time() - record.parked_at), 1)
+                               "restored": restored, **park_approval.event_facts(record),
+                               **(unparked if what == UNPARKED else {})}
     return Event("system", text=what, payload=payload)
