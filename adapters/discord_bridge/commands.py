@@ -21,7 +21,7 @@ from discord import app_commands
 from adapters.discord_bridge.context import PLATFORM, DiscordContext
 from adapters.discord_bridge.render import NO_MENTIONS, SUBAGENT_WARNING, ActionButton
 from adapters.discord_bridge.reply import Reply
-from adapters.hub import Follow, IntentResult, Interrupt, Resume, RunOptions, Start, Stop, Unfollow, Wake
+from adapters.hub import THREAD_HELP, Follow, IntentResult, Interrupt, Resume, RunOptions, Start, Stop, Unfollow, Wake
 from adapters.ids import encode
 from adapters.platform.limits import DISCORD
 from adapters.state import RunRecord
@@ -36,19 +36,20 @@ log = logging.getLogger(__name__)
 TEXT_MAX, THREAD_TITLE_MAX = DISCORD.command_text_max, DISCORD.thread_title_max
 ENDED_SHOWN = 10  # `/flower runs all:True`: the caller's newest ended runs
 
-HELP = """**flower** runs a long agent task and follows it in a thread.
-• `/flower run task:<what to do>` — starts a run; its status card is posted here and a thread opens under it. \
-Options: `timeout` (seconds a question waits; 0 = never wait), `asks` (question quota), `budget` (USD cap).
-• In the run's thread: click an option on a question card, or **reply** to the card, or write `q2: <answer>`; \
-any other message goes to the agent's inbox (📨 queued → 📬 delivered); `?question` asks the read-only oracle.
-• `/flower stop [message]` in the thread interrupts the agent (it resumes the same session with your words; a \
-subagent in flight loses its half-done work). Outside a thread it lists your runs with Stop buttons.
-• `/flower follow run:<id>` shows a run going elsewhere (another channel, Slack, the web page) in a new thread \
-here, where you can answer it too; `/flower unfollow` in that thread ends the mirror.
-• A message in the thread of a run that has ended continues it (its next round, the same conversation). \
-`/flower runs all:True` lists your ended runs too; `/flower resume run:<id> text:<what next>` shows one in a new \
-thread here and, with text, continues it there.
-• `/flower end` ends the run for good · `/flower status` · `/flower runs` · `/flower help`"""
+HELP = "\n".join([
+    "**flower** runs a long agent task and follows it in a thread.",
+    "• `/flower run task:<what to do>` — starts a run; its status card is posted here and a thread opens under it. "
+    "Options: `timeout` (seconds a question waits; 0 = never wait), `asks` (question quota), `budget` (USD cap).",
+    *(f"• {line}" for line in THREAD_HELP),
+    "• On Discord you may also **reply** to a question card to answer it in words.",
+    "• `/flower stop [message]` in the thread interrupts the agent (it resumes the same session with your words; a "
+    "subagent in flight loses its half-done work). Outside a thread it lists your runs with Stop buttons.",
+    "• `/flower follow run:<id>` shows a run going elsewhere (another channel, Slack, the web page) in a new thread "
+    "here, where you can answer it too; `/flower unfollow` in that thread ends the mirror.",
+    "• `/flower runs all:True` lists your ended runs too; `/flower resume run:<id> text:<what next>` shows one in a "
+    "new thread here and, with text, continues it there.",
+    "• `/flower end` ends the run for good · `/flower status` · `/flower runs` · `/flower help`",
+])
 
 
 @app_commands.guild_only()

@@ -27,6 +27,7 @@ from adapters.hub.intents import (
     Wake,
 )
 from adapters.hub.pipe import RunPipe
+from adapters.hub.replies import THREAD_HELP
 from adapters.hub.results import Form, IntentResult
 from adapters.hub.routing import NOT_MINE, opens_form
 from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
@@ -34,9 +35,9 @@ from adapters.hub.settings import HubSettings, UploadLimits
 from adapters.hub.workspace import Bookkeeping
 
 __all__ = [
-    "NOT_MINE", "PLATFORM_FACADE", "Answer", "Approve", "Attach", "Attached", "Bookkeeping", "CardProblem", "Click",
-    "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings", "Incoming", "Intent", "IntentResult", "Interrupt",
-    "LiveRun", "OpenCard", "Oracle", "Resume", "RunFactory", "RunOptions", "RunPipe", "RunPlan", "Said", "SavedFile",
-    "Send", "ShowFiles", "Start", "Stop", "Unfollow", "UploadLimits", "Wake", "default_factory", "human_size",
-    "inside", "opens_form", "workspace_files",
+    "NOT_MINE", "PLATFORM_FACADE", "THREAD_HELP", "Answer", "Approve", "Attach", "Attached", "Bookkeeping",
+    "CardProblem", "Click", "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings", "Incoming", "Intent",
+    "IntentResult", "Interrupt", "LiveRun", "OpenCard", "Oracle", "Resume", "RunFactory", "RunOptions", "RunPipe",
+    "RunPlan", "Said", "SavedFile", "Send", "ShowFiles", "Start", "Stop", "Unfollow", "UploadLimits", "Wake",
+    "default_factory", "human_size", "inside", "opens_form", "workspace_files",
 ]

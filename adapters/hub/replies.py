@@ -9,7 +9,8 @@ a reply to an ask card's message        the answer to that card's question
 anything else                           inbox mail (never an interrupt)
 =====================================  =====================================================
 
-A ``qN:`` prefix that names no open question is kept as mail, not lost.
+A ``qN:`` prefix that names no open question is kept as mail, not lost. `THREAD_HELP` says this rule
+to people, in the words every platform's help uses (a platform adds only its own commands).
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ParsedReply", "parse_reply"]
+__all__ = ["THREAD_HELP", "ParsedReply", "parse_reply"]
+
+# The rule above, told to people: one line each, the same on every platform (markdown-neutral).
+THREAD_HELP = (
+    "Questions come as cards with buttons; write `q2: <answer>` in the run's thread to answer in words.",
+    "Any other message in the thread goes to the agent's inbox (📨 queued → 📬 delivered); start it with `?` to "
+    "ask the read-only oracle instead.",
+    "A message in the thread of a run that has ended continues it (its next round, the same conversation).",
+)
 
 _KEYED = re.compile(r"^\s*(?P<key>[qQ][0-9]{1,4})\s*[:：\-–—]\s*(?P<text>.*)\Z", re.DOTALL)
 

@@ -19,7 +19,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
 
-from adapters.hub import Interrupt, Wake
+from adapters.hub import THREAD_HELP, Interrupt, Wake
 from adapters.ids import encode
 from adapters.platform import SLACK
 from adapters.slack.context import PLATFORM, SlackContext, usage
@@ -38,18 +38,15 @@ HELP = (
     "*flower* runs a long agent task in a thread of this channel.\n"
     "• `/flower <task>` (or `@flower <task>`) starts a run: its status card opens a thread, and everything the run "
     "says goes there. Options may come first: `/flower budget=5 timeout=600 asks=3 approve=bash,edits <task>`.\n"
-    "• Questions come as cards with buttons; reply `q2: <text>` in the thread to answer in words.\n"
-    "• Any other reply in the thread goes to the agent's inbox (📨 queued, 📬 delivered); start it with `?` to ask "
-    "the read-only oracle instead.\n"
-    "• `/stop [message]` interrupts your run here (it resumes with your words); the Stop button on the card can also "
-    "end it. The message shortcut *Interrupt this run* works on any message of the run's thread.\n"
+    + "".join(f"• {line}\n" for line in THREAD_HELP)
+    + "• `/stop [message]` interrupts your run here (it resumes with your words); the Stop button on the card can "
+    "also end it. The message shortcut *Interrupt this run* works on any message of the run's thread.\n"
     "• `/flower follow <run id>` shows a run (from any channel, Discord or the web page) in a new thread here: "
     "answer its questions here too; `/flower unfollow <run id>` (or the shortcut *Stop following here* in that "
     "thread) ends it.\n"
     "• `/flower wake <run id>` brings back a run that could not come back by itself after a restart.\n"
-    "• A reply in the thread of a run that has ended continues it (its next round, the same conversation); "
-    "`/flower runs all` lists your ended runs too; `/flower resume <run id> [what next]` shows one in a new thread "
-    "here and, with words, continues it there.\n"
+    "• `/flower runs all` lists your ended runs too; `/flower resume <run id> [what next]` shows one in a new "
+    "thread here and, with words, continues it there.\n"
     "• `/flower status` · `/flower runs` · `/flower help`"
 )
 
