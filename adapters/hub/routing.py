@@ -37,7 +37,7 @@ from adapters.hub.results import Form, IntentResult
 from adapters.ids import ActionId, IdError, decode
 from adapters.surface import ThreadRef
 
-__all__ = ["FORMS", "NOT_MINE", "ROUTED_VERBS", "WordsFirst", "click", "opens_form", "said"]
+__all__ = ["FORMS", "NOT_MINE", "WordsFirst", "click", "opens_form", "said"]
 
 NOT_MINE = "That button is not one of mine"
 
@@ -59,7 +59,6 @@ FORMS: dict[str, tuple[RunPermission, Form]] = {
     "orc": ("answer", Form("words", "Ask the oracle", "Your question about the run (the run is not disturbed)")),
     "stop": ("send", Form("stop", "Stop the run", "A message for the agent (optional)")),
 }
-ROUTED_VERBS = frozenset({"ans", "txt", "dec", "stop", "int", "wake", "fil", "orc"})
 
 
 def opens_form(click: Click) -> bool:
