@@ -9,22 +9,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.hub.book import RunBook
+from adapters.hub.registry import RunRegistry
 from adapters.hub.settings import HubSettings
 
 
 class Admission:
-    def __init__(self, book: RunBook, settings: HubSettings, *, remote: bool) -> None:
-        self.book, self.remote = book, remote
+    def __init__(self, registry: RunRegistry, settings: HubSettings, *, remote: bool) -> None:
+        self.registry, self.remote = registry, remote
         self.root, self.workspaces = settings.root, settings.workspaces
         self.max_runs, self.max_parked = settings.max_runs, settings.max_parked
 
     def may_park(self) -> bool:
-        return len(self.book.parked()) < self.max_parked
+        return len(self.registry.parked()) < self.max_parked
 
     def over_limit(self) -> str | None:
         """Why no more runs may go now (None: they may)."""
-        running = self.book.running()
+        running = self.registry.running()
         if self.remote or len(running) < self.max_runs:
             return None
         return (f"{len(running)} runs are already going (the limit is {self.max_runs}). Try again when one "
@@ -32,9 +32,9 @@ class Admission:
 
     def busy(self, workspace: Path) -> str | None:
         """The live run already using this workspace, if any."""
-        return next((rid for rid, lr in self.book.live.items() if Path(lr.record.workspace) == workspace), None)
+        return next((rid for rid, lr in self.registry.live.items() if Path(lr.record.workspace) == workspace), None)
 
-    def places(self, run_id: str, channel: str) -> tuple[Path, Path]:
+    def dirs(self, run_id: str, channel: str) -> tuple[Path, Path]:
         """A workspace of its own per run, or the channel's configured one (its runs then share one
         run_dir, so a new run there continues the project the way a second `flower` does)."""
         configured = self.workspaces.get(channel)

@@ -1,4 +1,4 @@
-"""CardBook: a run's question cards — which one a person means, whether it still takes an answer, and
+"""CardRules: a run's question cards — which one a person means, whether it still takes an answer, and
 which platform messages show it.
 
 A live run answers from its view; a run asleep since a restart from its card ledger and the state
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from adapters.hub.book import RunBook, has_ended
 from adapters.hub.ledger import CardLedger, CardRecord
+from adapters.hub.registry import RunRegistry, has_ended
 from adapters.state import StateStore
 from adapters.surface import OutMessage, ThreadRef
 from adapters.view import AskCard
@@ -68,12 +68,12 @@ def ended_line(status: str) -> str:
     return f"This run has ended ({status}); its questions are closed."
 
 
-class CardBook:
-    def __init__(self, book: RunBook, store: StateStore, *, who: Callable[[str], str] = _fmt.plain_who) -> None:
-        self.book, self.store, self.who = book, store, who
+class CardRules:
+    def __init__(self, registry: RunRegistry, store: StateStore, *, who: Callable[[str], str] = _fmt.plain_who) -> None:
+        self.registry, self.store, self.who = registry, store, who
 
     def _ledger(self, run_id: str) -> CardLedger | None:
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         if live is not None:
             return live.ledger
         record = self.store.get_run(run_id)
@@ -81,7 +81,7 @@ class CardBook:
 
     # ---- may it be answered --------------------------------------------------------------------
     def check(self, run_id: str, card_id: str) -> CardCheck:
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         open_card = live.view.open_card(card_id) if live is not None else None
         ledger = self._ledger(run_id)
         rec = ledger.get(card_id) if ledger is not None else None
@@ -123,7 +123,7 @@ class CardBook:
 
     # ---- which card a person means -------------------------------------------------------------
     def open_cards(self, run_id: str) -> list[OpenCard]:
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         if live is not None:
             now = time.time()
             return [OpenCard(c.card_id, c.question, list(c.options),
@@ -135,7 +135,7 @@ class CardBook:
                 for c in (ledger.open_cards() if ledger is not None else [])]
 
     def options(self, run_id: str, card_id: str) -> list[str]:
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         card = live.view.open_card(card_id) if live is not None else None
         if card is not None:
             return card.options
@@ -164,7 +164,7 @@ class CardBook:
         """An outbox's on_sent for one thread of a run: the home thread's card and receipt ids are
         kept for restarts (every thread's key -> message ids are kept by its outbox)."""
         def sent(msg: OutMessage, message_id: str) -> None:
-            live = self.book.live.get(run_id)
+            live = self.registry.live.get(run_id)
             if live is None or thread != live.record.thread:
                 return
             if msg.kind == "ask":

@@ -23,8 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adapters.access import Access
-from adapters.hub.book import RunBook
-from adapters.hub.cards import CardBook
+from adapters.hub.cards import CardRules
 from adapters.hub.files import Attached
 from adapters.hub.intake import FileIntake
 from adapters.hub.intents import (
@@ -50,7 +49,8 @@ from adapters.hub.intents import (
     Wake,
 )
 from adapters.hub.mirrors import Mirrors
-from adapters.hub.places import Places
+from adapters.hub.platforms import Platforms
+from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.rounds import Rounds
 from adapters.hub.routing import NOT_MINE, WordsFirst, click, said
@@ -65,10 +65,10 @@ __all__ = ["Door"]
 
 
 class Door:
-    def __init__(self, store: StateStore, book: RunBook, cards: CardBook, access: Access, places: Places,
+    def __init__(self, store: StateStore, registry: RunRegistry, cards: CardRules, access: Access, platforms: Platforms,
                  refuse: Refuse) -> None:
-        self.store, self.book, self.cards, self.access, self.places, self.refuse = \
-            store, book, cards, access, places, refuse
+        self.store, self.registry, self.cards, self.access, self.platforms, self.refuse = \
+            store, registry, cards, access, platforms, refuse
 
     def serve(self, *, starts: StartHandler, card_handler: CardHandler, run_handler: RunHandler, mirrors: Mirrors,
               rounds: Rounds, intake: FileIntake) -> None:
@@ -96,7 +96,7 @@ class Door:
         if isinstance(intent, Said):
             if where is None:
                 raise ValueError("a plain message needs the thread it was said in (where=)")
-            found = said(intent, where, self.book, self.cards)
+            found = said(intent, where, self.registry, self.cards)
             if found is None:
                 return IntentResult(False, "", ignored=True)
             intent = found
@@ -122,7 +122,7 @@ class Door:
     async def _start(self, start: Start, actor: str, where: ThreadRef | None) -> IntentResult:
         if where is None:
             raise ValueError("Start needs the thread the run will live in (where=)")
-        if not self.places.has(where.platform):
+        if not self.platforms.has(where.platform):
             return IntentResult(False, f"No surface for platform {where.platform!r}.")
         decision = self.access.can_start(f"{where.platform}:{where.channel}", actor)
         if not decision:
@@ -164,7 +164,7 @@ class Door:
                 return await runs.send(intent, record, actor, where)
             case Attach():
                 return await self.intake.attach(record, intent.files, intent.text, actor, origin=intent.origin,
-                                                where=where, live=self.book.is_live(record.run_id),
+                                                where=where, live=self.registry.is_live(record.run_id),
                                                 submit=self.submit)
             case Interrupt():
                 return await runs.interrupt(intent, record, actor)

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 from adapters.access import Access
 from adapters.chores import Chores
 from adapters.hub.admission import Admission
-from adapters.hub.book import RunBook
-from adapters.hub.cards import CardBook, CardCheck, CardProblem
+from adapters.hub.cards import CardCheck, CardProblem, CardRules
 from adapters.hub.changes import post_files
 from adapters.hub.intents import Answer, Approve, Decline, Interrupt, Oracle, Send, Start, Stop, Wake
 from adapters.hub.launcher import Launcher
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.options import RunOptions
 from adapters.hub.outboxes import Outboxes
-from adapters.hub.places import Places
+from adapters.hub.platforms import Platforms
+from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.settings import HubSettings
 from adapters.hub.wake import Restarts
@@ -49,9 +49,9 @@ def not_running(record: RunRecord) -> str:
 
 
 class StartHandler:
-    def __init__(self, settings: HubSettings, store: StateStore, book: RunBook, admission: Admission,
+    def __init__(self, settings: HubSettings, store: StateStore, registry: RunRegistry, admission: Admission,
                  launcher: Launcher, transport: Transport, refuse: Refuse) -> None:
-        self.settings, self.store, self.book, self.admission = settings, store, book, admission
+        self.settings, self.store, self.registry, self.admission = settings, store, registry, admission
         self.launcher, self.transport, self.refuse = launcher, transport, refuse
         self._chores = Chores()
 
@@ -61,13 +61,13 @@ class StartHandler:
         if not start.task.strip():
             return await self.refuse(thread, user, "Say what the run should do, e.g. `start build me a CLI`.", "")
         bound = self.store.run_for_thread(thread)
-        if bound is not None and self.book.is_live(bound):
+        if bound is not None and self.registry.is_live(bound):
             return await self.refuse(thread, user, f"Run {bound} is already going in this thread; send it a "
                                      "message or interrupt it instead.", bound)
         if (full := self.admission.over_limit()) is not None:
             return await self.refuse(thread, user, full, "")
         run_id = "r" + uuid.uuid4().hex[:8]
-        workspace, run_dir = self.admission.places(run_id, channel)
+        workspace, run_dir = self.admission.dirs(run_id, channel)
         if (busy := self.admission.busy(workspace)) is not None:
             return await self.refuse(thread, user, f"This channel's workspace is busy with run {busy}.", busy)
         options = start.options or RunOptions()
@@ -92,22 +92,22 @@ class StartHandler:
     async def _say_if_queued(self, run_id: str) -> None:
         """With workers: tell the thread when none has room, so a run that waits is not a mystery."""
         waits = await self.transport.waits(run_id)
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         if waits and live is not None and not live.holder:
             live.pipe.put(live.view.notice("⏳ Every worker is busy (or none is running): the run starts as soon "
                                            "as one has room."))
 
 
 class CardHandler:
-    def __init__(self, book: RunBook, cards: CardBook, places: Places, mirrors: Mirrors, restarts: Restarts,
-                 refuse: Refuse) -> None:
-        self.book, self.cards, self.places, self.mirrors = book, cards, places, mirrors
+    def __init__(self, registry: RunRegistry, cards: CardRules, platforms: Platforms, mirrors: Mirrors,
+                 restarts: Restarts, refuse: Refuse) -> None:
+        self.registry, self.cards, self.platforms, self.mirrors = registry, cards, platforms, mirrors
         self.restarts, self.refuse = restarts, refuse
 
     async def answer(self, answer: Answer, record: RunRecord, user: str, where: ThreadRef | None) -> IntentResult:
         """On a tool approval's card only its two allow options allow; any words (the Deny… form, a `q1: …`
         reply) deny with them."""
-        live = self.book.live.get(answer.run_id)
+        live = self.registry.live.get(answer.run_id)
         card = live.view.open_card(answer.card_id) if live is not None else None
         deny = card is not None and card.kind == "approval" and answer.text not in card.options[:2]
         return await self._settle(record, answer.card_id, answer.text, user, decline=deny, where=where)
@@ -128,8 +128,8 @@ class CardHandler:
         check = self.cards.check(run_id, card_id)
         if check.card is None:
             return late(check, run_id)
-        if (live := self.book.live.get(run_id)) is not None:
-            place = self.places.name(where) if where is not None and self.mirrors.spread(live) else ""
+        if (live := self.registry.live.get(run_id)) is not None:
+            place = self.platforms.name(where) if where is not None and self.mirrors.spread(live) else ""
             result = await live.answer(check.card, text, user, decline=decline, where=place)
             if not result.ok and result.duplicate and not (now := self.cards.check(run_id, card_id)):
                 return late(now, run_id)  # settled meanwhile: say by whom, as for any late click
@@ -141,15 +141,15 @@ class CardHandler:
 
 
 def late(check: CardCheck, run_id: str) -> IntentResult:
-    """A click (or reply) on a card that takes no answer: CardBook.check said why, and the platform shows
+    """A click (or reply) on a card that takes no answer: CardRules.check said why, and the platform shows
     it to the person, every time, where they clicked. An unknown card is a plain refusal."""
     return IntentResult(False, check.message, run_id, duplicate=check.problem is not CardProblem.UNKNOWN)
 
 
 class RunHandler:
-    def __init__(self, book: RunBook, store: StateStore, restarts: Restarts, access: Access, outboxes: Outboxes,
+    def __init__(self, registry: RunRegistry, store: StateStore, restarts: Restarts, access: Access, outboxes: Outboxes,
                  refuse: Refuse) -> None:
-        self.book, self.store, self.restarts, self.access = book, store, restarts, access
+        self.registry, self.store, self.restarts, self.access = registry, store, restarts, access
         self.outboxes, self.refuse = outboxes, refuse
 
     async def send(self, send: Send, record: RunRecord, user: str, where: ThreadRef | None) -> IntentResult:
@@ -173,7 +173,7 @@ class RunHandler:
 
     async def stop(self, stop: Stop, record: RunRecord, user: str) -> IntentResult:
         run_id = stop.run_id
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         if live is not None and await live.stop(user):
             return IntentResult(True, f"Stopping run {run_id}.", run_id)
         if record.status in (RunStatus.DIED, RunStatus.PARKED):  # asleep since a restart: "do not wake it"
@@ -189,7 +189,7 @@ class RunHandler:
 
     async def _live(self, record: RunRecord, user: str) -> LiveRun | IntentResult:
         """The live run, or the refusal (already told) that says it is not running."""
-        live = self.book.live.get(record.run_id)
+        live = self.registry.live.get(record.run_id)
         if live is None:
             return await self.refuse(record.thread, user, not_running(record), record.run_id)
         return live

@@ -14,9 +14,9 @@ Inside, each job has a collaborator handed only what it needs (wired here, none 
 
     Door        the one pipeline: click ids, duplicate deliveries, routing, who may, the handler
     StartHandler / CardHandler / RunHandler    what each intent does (handlers.py)
-    RunBook     the live runs and the store's records (look-ups)
+    RunRegistry     the live runs and the store's records (look-ups)
     Admission   limits (max_runs, max_parked), busy workspaces, where a run lives
-    CardBook    which card a person means, whether it still takes an answer, its message ids
+    CardRules    which card a person means, whether it still takes an answer, its message ids
     Outboxes    one rate-limited outbox per thread
     Mirrors     followed threads, auto mirrors, the owner's DM (Follow, Unfollow)
     Launcher    a run's view, threads and chat side, started through the transport
@@ -39,8 +39,7 @@ from typing import overload
 
 from adapters.access import Access
 from adapters.hub.admission import Admission
-from adapters.hub.book import RunBook
-from adapters.hub.cards import CardBook
+from adapters.hub.cards import CardRules
 from adapters.hub.door import Door, attached
 from adapters.hub.files import Attached
 from adapters.hub.handlers import CardHandler, RunHandler, StartHandler
@@ -50,8 +49,9 @@ from adapters.hub.intents import Attach, Intent
 from adapters.hub.launcher import Launcher, Tap
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.outboxes import Outboxes
-from adapters.hub.places import Places
+from adapters.hub.platforms import Platforms
 from adapters.hub.query import HubQuery
+from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
 from adapters.hub.runs import LiveRun
@@ -80,40 +80,40 @@ class Hub:
         """`kit` builds runs in this process (the workflow factory, the model's environment); `transport`
         hands them elsewhere instead (RedisTransport)."""
         s = self.settings = settings or HubSettings()
-        self.store, self.places, self.people = store, Places(surfaces), People()
+        self.store, self.platforms, self.people = store, Platforms(surfaces), People()
         self.access = Access(store, self.people)
-        refuse = self.places.refuse
+        refuse = self.platforms.refuse
         # Cards name people through the registry platforms fill (display names), unless told otherwise.
         self.view_config = replace(s.view, who=self.people.display) if s.view.who is _fmt.plain_who else s.view
         who = self.view_config.who
-        self.book = RunBook(store)
+        self.registry = RunRegistry(store)
         # In process, inputs are logged in the state store (so they outlive the process) and a question a
         # dead process left open in its session is picked up again (adopt).
-        self.admission = Admission(self.book, s, remote=transport is not None and transport.remote)
+        self.admission = Admission(self.registry, s, remote=transport is not None and transport.remote)
         local = replace(kit or EngineKit(), park_after_s=s.park_after_s, may_park=self.admission.may_park,
                         oracle=s.oracle, adopt=True)
         self.transport: Transport = transport or LocalTransport(local, StoreIntentLog(store))
         self.admission.remote = self.transport.remote
-        self.cards = CardBook(self.book, store, who=who)
-        self.outboxes = Outboxes(self.places, store, clock=clock, sleeper=sleeper)
-        self.mirrors = Mirrors(self.book, store, self.places, self.access, self.outboxes, self.cards,
+        self.cards = CardRules(self.registry, store, who=who)
+        self.outboxes = Outboxes(self.platforms, store, clock=clock, sleeper=sleeper)
+        self.mirrors = Mirrors(self.registry, store, self.platforms, self.access, self.outboxes, self.cards,
                                refuse=refuse, who=who, dm_after_s=s.dm_after_s)
-        self.launcher = Launcher(self.book, store, self.transport, self.outboxes, self.cards, self.mirrors, s,
+        self.launcher = Launcher(self.registry, store, self.transport, self.outboxes, self.cards, self.mirrors, s,
                                  self.view_config, clock=clock)
-        self.restarts = Restarts(self.book, self.launcher, self.admission, self.mirrors, self.outboxes,
+        self.restarts = Restarts(self.registry, self.launcher, self.admission, self.mirrors, self.outboxes,
                                  self.transport, self.view_config, wake_on_start=s.wake_on_start,
                                  refuse=refuse, clock=clock)
-        self.rounds = Rounds(self.book, store, self.launcher, self.admission, self.view_config, self.access,
+        self.rounds = Rounds(self.registry, store, self.launcher, self.admission, self.view_config, self.access,
                              refuse=refuse)
         self.intake = FileIntake(s.uploads, s.channel_uploads, refuse=refuse, who=who)
         self.clock = clock
-        self.door = Door(store, self.book, self.cards, self.access, self.places, refuse)
+        self.door = Door(store, self.registry, self.cards, self.access, self.platforms, refuse)
         self.door.serve(
-            starts=StartHandler(s, store, self.book, self.admission, self.launcher, self.transport, refuse),
-            card_handler=CardHandler(self.book, self.cards, self.places, self.mirrors, self.restarts, refuse),
-            run_handler=RunHandler(self.book, store, self.restarts, self.access, self.outboxes, refuse),
+            starts=StartHandler(s, store, self.registry, self.admission, self.launcher, self.transport, refuse),
+            card_handler=CardHandler(self.registry, self.cards, self.platforms, self.mirrors, self.restarts, refuse),
+            run_handler=RunHandler(self.registry, store, self.restarts, self.access, self.outboxes, refuse),
             mirrors=self.mirrors, rounds=self.rounds, intake=self.intake)
-        self._query = HubQuery(self.book, self.cards, self.mirrors, self.access, self.people, self.intake,
+        self._query = HubQuery(self.registry, self.cards, self.mirrors, self.access, self.people, self.intake,
                               self.admission, self.rounds)
         self._hooks = HubHooks(store, self.people, self.launcher.taps, self.mirrors)
 
@@ -151,7 +151,7 @@ class Hub:
         A run whose thread does not flush within `deadline_s` is left as it is (named in the log): the
         store already says it was live, so the next process brings it back all the same."""
         self.mirrors.close()
-        runs = list(self.book.live.values())
+        runs = list(self.registry.live.values())
         for live in runs:
             live.cancel("shutdown")
         waits = [asyncio.ensure_future(live.finished.wait()) for live in runs]
@@ -176,11 +176,11 @@ class Hub:
     # ---- for tests, benchmarks and the bot's own books ------------------------------------------------
     @property
     def live(self) -> dict[str, LiveRun]:
-        return self.book.live
+        return self.registry.live
 
     @property
     def surfaces(self) -> dict[str, Surface]:
-        return self.places.surfaces
+        return self.platforms.surfaces
 
     @property
     def taps(self) -> list[Tap]:
@@ -195,10 +195,10 @@ class Hub:
         self.admission.max_runs = value
 
     def running(self) -> list[str]:
-        return self.book.running()
+        return self.registry.running()
 
     def parked(self) -> list[str]:
-        return self.book.parked()
+        return self.registry.parked()
 
     def pending_inputs(self) -> int:
         """Inputs accepted and not yet carried out (the durable intent log)."""

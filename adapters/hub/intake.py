@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from adapters.hub.book import has_ended
 from adapters.hub.files import Attached, Incoming, UploadRefused, check, inbox_used, mail_text, remove, save
 from adapters.hub.intents import Continue, Send, Submit
+from adapters.hub.registry import has_ended
 from adapters.hub.results import Refuse
 from adapters.hub.settings import UploadLimits
 from adapters.state import RunRecord

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from adapters.hub.book import RunBook
-from adapters.hub.cards import CardBook
+from adapters.hub.cards import CardRules
 from adapters.hub.fanout import ALL, Fanout, Target
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.options import RunOptions
 from adapters.hub.outboxes import Outboxes
 from adapters.hub.pipe import RunPipe
+from adapters.hub.registry import RunRegistry
 from adapters.hub.runs import LiveRun, RunCallbacks
 from adapters.hub.settings import HubSettings
 from adapters.state import RunRecord, StateStore
@@ -61,10 +61,10 @@ class Launch:
 
 
 class Launcher:
-    def __init__(self, book: RunBook, store: StateStore, transport: Transport, outboxes: Outboxes, cards: CardBook,
-                 mirrors: Mirrors, settings: HubSettings, view: ViewConfig, *,
+    def __init__(self, registry: RunRegistry, store: StateStore, transport: Transport, outboxes: Outboxes,
+                 cards: CardRules, mirrors: Mirrors, settings: HubSettings, view: ViewConfig, *,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.book, self.store, self.transport, self.outboxes = book, store, transport, outboxes
+        self.registry, self.store, self.transport, self.outboxes = registry, store, transport, outboxes
         self.cards, self.mirrors, self.settings, self.view, self.clock = cards, mirrors, settings, view, clock
         # Taps see every event of every run as (run id, event), beside the view: e.g. the web's event log.
         self.taps: list[Tap] = []
@@ -93,12 +93,12 @@ class Launcher:
         for mirror in self.mirrors.targets_for(record):
             fanout.add(self._target(record, mirror.thread, mirror.scope))
         observers = [partial(tap, record.run_id) for tap in self.taps]
-        callbacks = RunCallbacks(on_end=self.book.ended, on_ask=self._on_ask, on_handover=self._handed_over)
+        callbacks = RunCallbacks(on_end=self.registry.ended, on_ask=self._on_ask, on_handover=self._handed_over)
         live = LiveRun(record, RunPipe(view, fanout, observers=observers), store=self.store, waking=how.waking,
                        has_oracle=self.settings.oracle, clock=self.clock, callbacks=callbacks,
                        ledger=how.after.ledger if how.after is not None else None, restoring=how.restoring)
         side = self.transport.launch(record.run_id, plan, live, attach=how.attach)  # raises: nothing was shown
-        self.book.live[record.run_id] = live
+        self.registry.live[record.run_id] = live
         live.start(side)
         return live
 

@@ -6,7 +6,7 @@
 - `auto` functions (a front end registers them; the web page does) name a thread every run should
   also show in, whatever surface started it.
 - A question that has waited `dm_after_s` goes to the run's owner as a direct message, where the
-  owner's platform can open one (`Places.direct`; the web page cannot): that thread carries only that
+  owner's platform can open one (`Platforms.direct`; the web page cannot): that thread carries only that
   card and its outcome, so a push notification reaches a phone and one tap answers.
 
 A question settles once, in the run; every place shows the outcome because every place gets the
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 from adapters.access import Access
 from adapters.chores import Chores
-from adapters.hub.book import RunBook
-from adapters.hub.cards import CardBook
+from adapters.hub.cards import CardRules
 from adapters.hub.fanout import ALL, Target
 from adapters.hub.outboxes import Outboxes
-from adapters.hub.places import Places
+from adapters.hub.platforms import Platforms
+from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult, Refuse
 from adapters.state import Mirror, RunRecord, StateStore
 from adapters.surface import OutMessage, SurfaceError, ThreadRef
@@ -45,10 +45,10 @@ AutoMirror = Callable[[RunRecord], ThreadRef | None]
 
 
 class Mirrors:
-    def __init__(self, book: RunBook, store: StateStore, places: Places, access: Access, outboxes: Outboxes,
-                 cards: CardBook, *, refuse: Refuse, who: Callable[[str], str] = _fmt.plain_who,
+    def __init__(self, registry: RunRegistry, store: StateStore, platforms: Platforms, access: Access,
+                 outboxes: Outboxes, cards: CardRules, *, refuse: Refuse, who: Callable[[str], str] = _fmt.plain_who,
                  dm_after_s: float | None = 60.0) -> None:
-        self.book, self.store, self.places, self.access = book, store, places, access
+        self.registry, self.store, self.platforms, self.access = registry, store, platforms, access
         self.outboxes, self.cards, self.refuse, self.who = outboxes, cards, refuse, who
         self.dm_after_s = dm_after_s
         self.auto: list[AutoMirror] = []
@@ -68,12 +68,12 @@ class Mirrors:
                     all(m.thread != thread for m in self.store.mirrors_of(record.run_id)):
                 self.store.add_mirror(Mirror(record.run_id, thread, ALL, "auto"))
         return [m for m in self.store.mirrors_of(record.run_id)
-                if m.thread != record.thread and self.places.has(m.thread.platform)]
+                if m.thread != record.thread and self.platforms.has(m.thread.platform)]
 
     def threads_of(self, run_id: str) -> list[ThreadRef]:
         """The threads following a run (scope "all"; not direct messages), on platforms this process serves."""
         return [m.thread for m in self.store.mirrors_of(run_id)
-                if m.scope == ALL and self.places.has(m.thread.platform)]
+                if m.scope == ALL and self.platforms.has(m.thread.platform)]
 
     # ---- intents ---------------------------------------------------------------------------------
     def followable(self, run_id: str, user: str) -> IntentResult:
@@ -85,27 +85,28 @@ class Mirrors:
         decision = self.access.can_answer(record, user)
         if not decision:
             return IntentResult(False, f"You cannot follow run {run_id}: {decision.reason}.", run_id)
-        if not self.book.is_live(run_id):
+        if not self.registry.is_live(run_id):
             return IntentResult(False, f"Run {run_id} is not running ({record.status}).", run_id)
         return IntentResult(True, "", run_id)
 
     async def follow(self, record: RunRecord, thread: ThreadRef, user: str) -> IntentResult:
         """`record`: a run `user` may act on (`followable` said so)."""
         run_id = record.run_id
-        if not self.places.has(thread.platform):
+        if not self.platforms.has(thread.platform):
             return IntentResult(False, f"No surface for platform {thread.platform!r}.", run_id)
         if thread == record.thread or self._shown_in(run_id, thread):
             return await self.refuse(thread, user, f"Run {run_id} is already shown here.", run_id)
         other = self.store.run_for_thread(thread) or self.store.mirrored_run(thread)
-        if other is not None and self.book.is_live(other):
+        if other is not None and self.registry.is_live(other):
             return await self.refuse(thread, user, f"This thread already shows run {other}; follow from a new "
                                      "thread or channel.", run_id)
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         if live is None:
             return await self.refuse(thread, user, f"Run {run_id} is not running ({record.status}).", run_id)
         self.store.add_mirror(Mirror(run_id, thread, ALL, user))
         self.attach(live, Mirror(run_id, thread, ALL, user), catch_up=True)
-        live.pipe.put(live.view.notice(f"👀 {self.who(user)} is following this run from {self.places.name(thread)}."))
+        here = self.platforms.name(thread)
+        live.pipe.put(live.view.notice(f"👀 {self.who(user)} is following this run from {here}."))
         return IntentResult(True, f"Following run {run_id} here: {_fmt.one_line(record.task, 80)}", run_id)
 
     async def unfollow(self, thread: ThreadRef, user: str) -> IntentResult:
@@ -118,7 +119,7 @@ class Mirrors:
             return await self.refuse(thread, user, "Only people who may act on the run can stop following it here.",
                                      run_id)
         self.store.remove_mirror(run_id, thread)
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         fanout = live.pipe.fanout if live is not None else None
         bye = notices.line(f"mirror:{uuid.uuid4().hex[:8]}", f"👋 Stopped following run {run_id} here.")
         if live is not None and fanout is not None and fanout.has(thread) and not live.finished.is_set():
@@ -146,7 +147,7 @@ class Mirrors:
     # ---- the owner's phone ------------------------------------------------------------------------
     def asked(self, live: LiveRun, card_id: str) -> None:
         """A question opened: arm the owner's DM for when it has waited long enough."""
-        if self.dm_after_s is None or not self.places.can_dm(live.record.thread.platform):
+        if self.dm_after_s is None or not self.platforms.can_dm(live.record.thread.platform):
             return
         loop = asyncio.get_running_loop()
         key = (live.run_id, card_id)
@@ -166,7 +167,7 @@ class Mirrors:
         if card is None or live.finished.is_set():
             return
         try:
-            thread = await self.places.direct(live.record.thread.platform, live.record.owner)
+            thread = await self.platforms.direct(live.record.thread.platform, live.record.owner)
         except (SurfaceError, OSError) as exc:  # a DM that cannot be opened costs only the ping
             log.warning("run %s: no direct message to its owner: %r", live.run_id, exc)
             return

@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
-from adapters.hub.places import Places
+from adapters.hub.platforms import Platforms
 from adapters.outbox import Outbox
 from adapters.ratelimit import RateBudget
 from adapters.state import StateStore
@@ -15,13 +15,13 @@ from adapters.surface import OutMessage, ThreadRef
 
 
 class Outboxes:
-    def __init__(self, places: Places, store: StateStore, *, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, platforms: Platforms, store: StateStore, *, clock: Callable[[], float] = time.monotonic,
                  sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep) -> None:
-        self.places, self.store, self.clock, self.sleeper = places, store, clock, sleeper
+        self.platforms, self.store, self.clock, self.sleeper = platforms, store, clock, sleeper
         self._budgets: dict[tuple[str, str], RateBudget] = {}
 
     def outbox(self, thread: ThreadRef, *, on_sent: Callable[[OutMessage, str], object] | None = None) -> Outbox:
-        surface = self.places.surface(thread.platform)
+        surface = self.platforms.surface(thread.platform)
         budget = self._budgets.setdefault((thread.platform, thread.channel), RateBudget(surface.limits, self.clock))
         return Outbox(surface, thread, clock=self.clock, sleeper=self.sleeper, store=self.store, budget=budget,
                       on_sent=on_sent)

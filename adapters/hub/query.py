@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 from adapters.access import Access, Decision
 from adapters.hub.admission import Admission
-from adapters.hub.book import RunBook
-from adapters.hub.cards import CardBook, CardProblem, OpenCard
+from adapters.hub.cards import CardProblem, CardRules, OpenCard
 from adapters.hub.intake import FileIntake
 from adapters.hub.intents import Permission
 from adapters.hub.mirrors import Mirrors
+from adapters.hub.registry import RunRegistry
 from adapters.hub.report import status_report
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
@@ -37,40 +37,40 @@ __all__ = ["HubQuery"]
 
 
 class HubQuery:
-    def __init__(self, book: RunBook, cards: CardBook, mirrors: Mirrors, access: Access, people: People,
+    def __init__(self, registry: RunRegistry, cards: CardRules, mirrors: Mirrors, access: Access, people: People,
                  intake: FileIntake, admission: Admission, rounds: Rounds) -> None:
-        self.book, self.cards, self.mirrors, self.access = book, cards, mirrors, access
+        self.registry, self.cards, self.mirrors, self.access = registry, cards, mirrors, access
         self.people, self.intake, self.admission, self.rounds = people, intake, admission, rounds
 
     @property
     def store(self) -> StateStore:
-        return self.book.store
+        return self.registry.store
 
     # ---- runs ------------------------------------------------------------------------------------
     def run(self, run_id: str) -> RunRecord | None:
         """A run's record (None: no such run)."""
-        return self.book.record(run_id)
+        return self.registry.record(run_id)
 
     def is_live(self, run_id: str) -> bool:
         """Running (or parked) in this process's care, as opposed to ended or asleep."""
-        return self.book.is_live(run_id)
+        return self.registry.is_live(run_id)
 
     def runs(self, *, user: str | None = None, platform: str | None = None, channel: str | None = None,
              live_only: bool = True) -> list[RunRecord]:
         """Runs by owner and place, newest first; `live_only`: only those running in this process."""
-        return self.book.runs(user=user, platform=platform, channel=channel, live_only=live_only)
+        return self.registry.runs(user=user, platform=platform, channel=channel, live_only=live_only)
 
     def run_in(self, thread: ThreadRef) -> str | None:
         """The run a thread shows: its own, or the one it follows (a live one first)."""
-        return self.book.run_in(thread)
+        return self.registry.run_in(thread)
 
     def holder(self, run_id: str) -> str:
         """The worker a live run is on ("" in this process, or not live)."""
-        return self.book.holder(run_id)
+        return self.registry.holder(run_id)
 
     def state(self, run_id: str) -> str:
         """What a run is doing now as its status card says (running, waiting, parked…), else its stored status."""
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         if live is not None:
             return live.view.status_card.state
         record = self.store.get_run(run_id)
@@ -79,8 +79,8 @@ class HubQuery:
     def thread_by_id(self, platform: str, thread_id: str) -> ThreadRef | None:
         """The full reference of a thread a platform knows only by its own id: a run's home thread, or a
         thread (or direct message) showing a live run."""
-        own = (r.thread for r in self.book.runs(platform=platform, live_only=False) if r.thread.thread == thread_id)
-        shown = (m.thread for rid in list(self.book.live) for m in self.store.mirrors_of(rid)
+        own = (r.thread for r in self.registry.runs(platform=platform, live_only=False) if r.thread.thread == thread_id)
+        shown = (m.thread for rid in list(self.registry.live) for m in self.store.mirrors_of(rid)
                  if m.thread.platform == platform and m.thread.thread == thread_id)
         return next(own, None) or next(shown, None)
 
@@ -92,14 +92,14 @@ class HubQuery:
         """One run's state (by id, or the run a thread shows), or every live run, parked ones apart."""
         if run_id is None and thread is not None:
             run_id = self.run_in(thread)
-        return status_report(self.book.live, self.store, run_id, running=self.book.running(),
-                             parked=self.book.parked(),
+        return status_report(self.registry.live, self.store, run_id, running=self.registry.running(),
+                             parked=self.registry.parked(),
                              max_runs=None if self.admission.remote else self.admission.max_runs,
                              max_parked=self.admission.max_parked)
 
     async def wait(self, run_id: str) -> LiveRun | None:
         """Wait until a live run has ended and its thread is flushed; the LiveRun (None if not live)."""
-        live = self.book.live.get(run_id)
+        live = self.registry.live.get(run_id)
         if live is not None:
             await live.finished.wait()
         return live
@@ -141,5 +141,5 @@ class HubQuery:
 
     def upload_limits(self, run_id: str, where: ThreadRef | None = None) -> UploadLimits:
         """How much may be attached to the run from `where`: a platform stops downloading past it."""
-        record = self.book.record(run_id)
+        record = self.registry.record(run_id)
         return self.intake.limits_for(record, where) if record is not None else self.intake.limits

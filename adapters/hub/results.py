@@ -28,7 +28,7 @@ class IntentResult:
     form): the platform opens `form` (this is its prompt) and submits the click again with `text=`.
     `duplicate`: a replayed delivery (ok) — nothing new to say — or a late click on a card that no longer
     takes an answer (not ok): settled, its run ended, left behind by a restart; `message` says which
-    (CardBook.check is the one rule).
+    (CardRules.check is the one rule).
     `told`: the hub has already told the actor this refusal itself, alone (`Hub.refuse`); platforms show
     nothing more. Every other refusal is for the platform to show, every time (never "said a moment ago").
     `ignored`: a plain message in a thread that holds no run: not for the hub, the platform ignores it.

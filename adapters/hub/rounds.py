@@ -31,10 +31,10 @@ from pathlib import Path
 
 from adapters.access import Access
 from adapters.hub.admission import Admission
-from adapters.hub.book import RunBook, has_ended
 from adapters.hub.fanout import ALL
 from adapters.hub.intents import Continue, Follow, Send, Submit
 from adapters.hub.launcher import Launch, Launcher
+from adapters.hub.registry import RunRegistry, has_ended
 from adapters.hub.results import IntentResult, Refuse
 from adapters.state import Mirror, RunRecord, RunStatus, StateStore
 from adapters.surface import ThreadRef
@@ -43,9 +43,9 @@ from adapters.view import fmt as _fmt
 
 
 class Rounds:
-    def __init__(self, book: RunBook, store: StateStore, launcher: Launcher, admission: Admission,
+    def __init__(self, registry: RunRegistry, store: StateStore, launcher: Launcher, admission: Admission,
                  view: ViewConfig, access: Access, *, refuse: Refuse) -> None:
-        self.book, self.store, self.launcher, self.admission = book, store, launcher, admission
+        self.registry, self.store, self.launcher, self.admission = registry, store, launcher, admission
         self.view, self.access, self.refuse = view, access, refuse
 
     async def continue_run(self, record: RunRecord, text: str, user: str, *,
@@ -56,7 +56,7 @@ class Rounds:
         words = text.strip()
         if not words:
             return await self.refuse(here, user, "Say what the run should do next.", run_id)
-        if self.book.is_live(run_id):
+        if self.registry.is_live(run_id):
             return await self.refuse(here, user, f"Run {run_id} is still going: send it a message instead "
                                      "(its inbox), or interrupt it.", run_id)
         if not has_ended(record):
@@ -86,7 +86,7 @@ class Rounds:
         decision = self.access.can_answer(record, user)
         if not decision:
             return IntentResult(False, f"You cannot resume run {run_id}: {decision.reason}.", run_id)
-        if not self.book.is_live(run_id) and not has_ended(record):
+        if not self.registry.is_live(run_id) and not has_ended(record):
             return IntentResult(False, f"Run {run_id} was cut off, not finished ({record.status}): wake it first "
                                 "(`/flower wake`).", run_id)
         return IntentResult(True, "", run_id)
@@ -98,7 +98,7 @@ class Rounds:
         if not may.ok or record is None:
             return await self.refuse(thread, user, may.message, run_id)
         words = text.strip()
-        if self.book.is_live(run_id):
+        if self.registry.is_live(run_id):
             shown = await submit(Follow(run_id), user, where=thread)
             if not shown.ok or not words:
                 return shown

@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapters.access import RunPermission
-from adapters.hub.book import RunBook, has_ended
-from adapters.hub.cards import CardBook
+from adapters.hub.cards import CardRules
 from adapters.hub.intents import (
     Answer,
     Click,
@@ -32,6 +31,7 @@ from adapters.hub.intents import (
     Stop,
     Wake,
 )
+from adapters.hub.registry import RunRegistry, has_ended
 from adapters.hub.replies import parse_reply
 from adapters.hub.results import Form, IntentResult
 from adapters.ids import ActionId, IdError, decode
@@ -71,9 +71,9 @@ def opens_form(click: Click) -> bool:
     return verb in FORMS and click.text is None and (verb != "stop" or click.stop_form)
 
 
-def said(said: Said, thread: ThreadRef, book: RunBook, cards: CardBook) -> RunIntent | None:
+def said(said: Said, thread: ThreadRef, registry: RunRegistry, cards: CardRules) -> RunIntent | None:
     """What a person's plain message in `thread` means; None when the thread holds no run (or it says nothing)."""
-    run_id = book.run_in(thread)
+    run_id = registry.run_in(thread)
     if run_id is None or not said.text.strip():
         return None
     reply = parse_reply(said.text)
@@ -84,13 +84,13 @@ def said(said: Said, thread: ThreadRef, book: RunBook, cards: CardBook) -> RunIn
         return Answer(run_id, card_id, reply.text)
     if reply.kind == "oracle":
         return Oracle(run_id, reply.text)
-    record = book.record(run_id)
-    if record is not None and not book.is_live(run_id) and has_ended(record):  # a thread is a conversation
+    record = registry.record(run_id)
+    if record is not None and not registry.is_live(run_id) and has_ended(record):  # a thread is a conversation
         return Continue(run_id, said.text.strip())
     return Send(run_id, said.text.strip(), origin=said.origin)
 
 
-def click(action: ActionId, pressed: Click, cards: CardBook) -> RunIntent | WordsFirst | IntentResult:
+def click(action: ActionId, pressed: Click, cards: CardRules) -> RunIntent | WordsFirst | IntentResult:
     """The intent a decoded button names (`pressed.text`: the words a form asked for, if any)."""
     verb, run_id, card_id, text = action.verb, action.run_id, action.card_id, pressed.text
     if opens_form(pressed):

@@ -24,7 +24,7 @@ from adapters.hub.ledger import CardLedger, card_gen
 from adapters.hub.options import RunOptions
 from adapters.hub.pipe import RunPipe
 from adapters.hub.results import IntentResult
-from adapters.hub.spend import SpendBook
+from adapters.hub.spend import SpendTally
 from adapters.hub.workspace import Bookkeeping
 from adapters.state import StateStore
 from adapters.state.base import RunRecord, RunStatus
@@ -75,7 +75,7 @@ class LiveRun:
         self.view = pipe.view
         self.store = store
         self.ledger = ledger or CardLedger(record.run_dir)  # a successor shares its predecessor's (one writer)
-        self.spend = SpendBook(record.run_id, store, record.spent_usd)
+        self.spend = SpendTally(record.run_id, store, record.spent_usd)
         self.successor: LiveRun | None = None  # who shows the run after a takeover
         self.waking, self.has_oracle = waking, has_oracle
         self.side: RunSide | None = None
@@ -302,7 +302,7 @@ class LiveRun:
 
     async def answer(self, card: AskCard, text: str, user: str, *, decline: bool = False,
                      where: str = "") -> IntentResult:
-        """Answer (or decline) a card the hub found answerable (CardBook.check); `where`: the place it came
+        """Answer (or decline) a card the hub found answerable (CardRules.check); `where`: the place it came
         from, when the run shows in several."""
         return await self._settle(card, text, user, decline=decline, where=where)
 

@@ -1,4 +1,4 @@
-"""SpendBook: what a run has cost, kept in its record as it is spent, so no kill loses it.
+"""SpendTally: what a run has cost, kept in its record as it is spent, so no kill loses it.
 
     launch        base = the record's spent_usd (earlier rounds, the lives before a restart): the
                   run side books it into the run's budget before anything runs (RunPlan.spent_usd)
@@ -18,10 +18,10 @@ from dataclasses import replace
 from adapters.state import StateStore
 from flower_core.payloads import BudgetFigures
 
-__all__ = ["SpendBook"]
+__all__ = ["SpendTally"]
 
 
-class SpendBook:
+class SpendTally:
     def __init__(self, run_id: str, store: StateStore, base_usd: float) -> None:
         self.run_id, self.store, self.base_usd = run_id, store, max(0.0, base_usd)
 

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from adapters.hub.admission import Admission
-from adapters.hub.book import RunBook
 from adapters.hub.cards import ended_line
 from adapters.hub.launcher import Launch, Launcher
 from adapters.hub.ledger import CardLedger
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.outboxes import Outboxes
+from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.runs import LiveRun
 from adapters.state import LIVE_STATUSES, RunRecord, RunStatus
@@ -78,10 +78,10 @@ class Window:
 
 
 class Restarts:
-    def __init__(self, book: RunBook, launcher: Launcher, admission: Admission, mirrors: Mirrors,
+    def __init__(self, registry: RunRegistry, launcher: Launcher, admission: Admission, mirrors: Mirrors,
                  outboxes: Outboxes, transport: Transport, view: ViewConfig, *, wake_on_start: bool, refuse: Refuse,
                  clock: Callable[[], float]) -> None:
-        self.book, self.store, self.launcher, self.admission = book, book.store, launcher, admission
+        self.registry, self.store, self.launcher, self.admission = registry, registry.store, launcher, admission
         self.mirrors, self.outboxes, self.transport, self.view = mirrors, outboxes, transport, view
         self.wake_on_start, self.refuse, self.clock = wake_on_start, refuse, clock
 
@@ -90,7 +90,7 @@ class Restarts:
         died: list[str] = []
         window = Window(COMING_BACK_AT_ONCE, COME_BACK_DEADLINE_S)
         for record in self.store.list_runs():
-            if record.status not in LIVE_STATUSES | ASLEEP or self.book.is_live(record.run_id):
+            if record.status not in LIVE_STATUSES | ASLEEP or self.registry.is_live(record.run_id):
                 continue
             if record.status == RunStatus.DIED and not self.wake_on_start:
                 continue  # left asleep by an earlier process: only a person wakes it
@@ -100,7 +100,7 @@ class Restarts:
             if self.wake_on_start or record.status == RunStatus.PARKED:
                 leave = await window.enter()
                 now = self.store.get_run(record.run_id)  # a person may have woken it (or it ended) meanwhile
-                if now is None or self.book.is_live(record.run_id) or now.status not in LIVE_STATUSES | ASLEEP:
+                if now is None or self.registry.is_live(record.run_id) or now.status not in LIVE_STATUSES | ASLEEP:
                     leave()
                     continue
                 record = now
@@ -174,7 +174,7 @@ class Restarts:
     async def wake(self, record: RunRecord, user: str, remark: str = "") -> IntentResult:
         """`record`: a run `user` may act on (the hub checked)."""
         run_id = record.run_id
-        if self.book.is_live(run_id):
+        if self.registry.is_live(run_id):
             return await self.refuse(record.thread, user, f"Run {run_id} is already running.", run_id)
         if record.status == RunStatus.DONE and not remark.strip():
             return await self.refuse(record.thread, user, f"Run {run_id} finished; wake it with what to do next.",
@@ -198,7 +198,7 @@ class Restarts:
                               decline: bool) -> IntentResult:
         """An answer (or decline) on an open card (the hub checked) of a run not running in this process."""
         run_id = record.run_id
-        if record.status not in ASLEEP:  # (CardBook.check says so first; a run that ended meanwhile)
+        if record.status not in ASLEEP:  # (CardRules.check says so first; a run that ended meanwhile)
             return IntentResult(False, ended_line(record.status), run_id)
         intent = Intent(Op.DECLINE if decline else Op.ANSWER, text, card=card.card_id, question=card.question,
                         user=user, kind=card.kind)

@@ -1,4 +1,4 @@
-"""A late click, and a button the hub cannot route: the hub's one rule (CardBook.check) decides what the
+"""A late click, and a button the hub cannot route: the hub's one rule (CardRules.check) decides what the
 person is told, every time, and nothing changes.
 
 A hub whose runs are records in the store with their card ledgers on disk (no CLI): the rule reads only

@@ -80,7 +80,7 @@ def test_platforms_use_only_the_hub_facade(path: Path) -> None:
 
 def test_the_facade_checker_catches_violations() -> None:
     tree = ast.parse("x = self.hub.store.get_run('r')\ny = bridge.hub.live\nz = hub.run('r')\n"
-                     "from adapters.hub.cards import CardBook\nfrom adapters.state import StateStore\n"
+                     "from adapters.hub.cards import CardRules\nfrom adapters.state import StateStore\n"
                      "from adapters.slack.text import x\nname = 'discord'\n")
     assert sorted(hub_members_used(tree)) == [(1, "store"), (2, "live"), (3, "run")]
     assert sorted(forbidden_imports(tree)) == [(4, "adapters.hub.cards"), (5, "adapters.state.StateStore")]

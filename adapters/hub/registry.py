@@ -1,4 +1,4 @@
-"""RunBook: the runs a hub knows — the live ones this process shows, and every run in the store.
+"""RunRegistry: the runs a hub knows — the live ones this process shows, and every run in the store.
 
 Look-ups by id, by thread and by owner or place live here, so the hub, its collaborators and (through
 the hub's public methods) the platforms ask one object the same questions.
@@ -21,7 +21,7 @@ def has_ended(record: RunRecord) -> bool:
     return record.status not in LIVE_STATUSES and record.status != RunStatus.DIED
 
 
-class RunBook:
+class RunRegistry:
     def __init__(self, store: StateStore) -> None:
         self.store = store
         self.live: dict[str, LiveRun] = {}

@@ -1,6 +1,6 @@
-"""Places: the platforms a hub speaks through, by name — and what each can do beyond posting.
+"""Platforms: the platforms a hub speaks through, by name — and what each can do beyond posting.
 
-The hub never learns a platform type: it asks Places. A surface's optional members (naming the place
+The hub never learns a platform type: it asks Platforms. A surface's optional members (naming the place
 on cards, opening a direct message: adapters/platform/contract.py) are used here, with their fallbacks
 for a bare surface (`as_platform`).
 """
@@ -17,7 +17,7 @@ from adapters.surface import Surface, SurfaceError, ThreadRef
 log = logging.getLogger(__name__)
 
 
-class Places:
+class Platforms:
     def __init__(self, surfaces: Surface | Iterable[Surface] | Mapping[str, Surface]) -> None:
         if isinstance(surfaces, Mapping):
             self.surfaces: dict[str, Surface] = dict(surfaces)
