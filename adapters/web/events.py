@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, overload
 
 from adapters.platform.limits import WEB
 from flower_core import Event
@@ -219,7 +219,15 @@ class EventLogs:
             self.errors += 1
             log.warning("event log %s: event dropped: %r", run_id, exc)
 
+    @overload
+    def get(self, run_id: str, *, create: Literal[True]) -> EventLog: ...
+
+    @overload
+    def get(self, run_id: str, *, create: bool = False) -> EventLog | None: ...
+
     def get(self, run_id: str, *, create: bool = False) -> EventLog | None:
+        """The run's log (read back from the store when this process has not seen it); None when there is
+        none, unless `create`."""
         found = self.logs.get(run_id) or self._dirty.get(run_id) or self._load(run_id)
         if found is None:
             if not create:

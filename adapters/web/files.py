@@ -26,9 +26,12 @@ from aiohttp import BodyPartReader, web
 
 from adapters.hub import Attach, Bookkeeping, Incoming, inside, workspace_files
 from adapters.platform.limits import WEB
-from adapters.web.api import WEB_USER, ApiError, record_of, web_of
+from adapters.web.context import WEB_USER, context_of, record_of
+from adapters.web.errors import ApiError
+from adapters.web.inbound import show_all
+from adapters.web.render import attached_json
 
-__all__ = ["file_routes"]
+__all__ = ["routes"]
 
 CHUNK = 64 * 1024
 
@@ -44,11 +47,11 @@ async def _read_file(part: BodyPartReader, room: int, limit_text: str) -> bytes:
 
 
 async def attach(request: web.Request) -> web.Response:
-    w, record = web_of(request), record_of(request)
+    ctx, record = context_of(request), record_of(request)
     if not request.content_type.startswith("multipart/"):
         raise ApiError(415, f"send multipart/form-data with `file` fields (got {request.content_type!r})")
-    where = w.where(record)
-    limits = w.hub.query.upload_limits(record.run_id, where)
+    where = ctx.where(record)
+    limits = ctx.hub.query.upload_limits(record.run_id, where)
     files: list[Incoming] = []
     text, total = "", 0
     try:
@@ -74,23 +77,17 @@ async def attach(request: web.Request) -> web.Response:
         raise ApiError(400, f"malformed multipart body: {exc}") from None
     if not files:
         raise ApiError(400, "no `file` field: attach at least one file")
-    result = await w.hub.submit(Attach(record.run_id, tuple(files), text), WEB_USER, where=where)
-    if result.ok:
-        return web.json_response({"ok": True, "message": result.message, "id": result.run_id,
-                                  "files": [{"name": f.name, "path": f.path, "size": f.size} for f in result.files]},
-                                 status=201)
-    status = {"too_large": 413, "bad_file": 400}.get(result.problem, 409)
-    return web.json_response({"ok": False, "error": result.message, "id": result.run_id}, status=status)
+    result = await ctx.hub.submit(Attach(record.run_id, tuple(files), text), WEB_USER, where=where)
+    body, status = attached_json(result)
+    return web.json_response(body, status=status)
 
 
 async def listing(request: web.Request) -> web.Response:
     record = record_of(request)
-    show_all = request.query.get("all", "")
-    if show_all not in ("", "0", "1"):
-        raise ApiError(400, f"'all' is 0 or 1 (got {show_all[:20]!r})")
+    everything = show_all(request.query.get("all", ""))
     workspace = Path(record.workspace)
     listed = await asyncio.to_thread(workspace_files, workspace, record.created_at,
-                                     rule=Bookkeeping.of(workspace, record.run_dir), show_all=show_all == "1")
+                                     rule=Bookkeeping.of(workspace, record.run_dir), show_all=everything)
     return web.json_response({"files": listed})
 
 
@@ -105,7 +102,7 @@ async def download(request: web.Request) -> web.StreamResponse:
                                             "Content-Disposition": f"attachment; filename*=UTF-8''{quote(found.name)}"})
 
 
-def file_routes() -> list[web.RouteDef]:
+def routes() -> list[web.RouteDef]:
     return [
         web.post("/api/runs/{run_id}/files", attach),
         web.get("/api/runs/{run_id}/files", listing),

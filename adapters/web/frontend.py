@@ -8,8 +8,12 @@
     ...
     await front.stop()
 
-Its pieces: `WebSurface` (the threads the page shows), `EventLogs` (the per-run event logs of the
-API), `Guard` (loopback/token/origin), and the aiohttp application built by `make_app`.
+Its pieces: `WebContext` (what every route handler shares: the hub, the surface, the event logs, open
+pages and sockets; `front.ctx`), `WebSurface` (the threads the page shows), `EventLogs` (the per-run
+event logs of the API), `Guard` (loopback/token/origin), and the aiohttp application built by
+`make_app` from the route modules' `routes()` (api, files, stream, page) and the `json_errors`
+middleware. The front end itself taps the hub (every event into the logs; a run going live is
+watched until it ends) and asks it to mirror runs started elsewhere onto the page.
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,12 +28,16 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from adapters.platform.limits import WEB
-from adapters.state import RunRecord
 from adapters.surface import StartRefused, ThreadRef
-from adapters.web import api, files, page, stream
+from adapters.web.api import routes as api_routes
+from adapters.web.context import PLATFORM, WEB_KEY, WebContext
+from adapters.web.errors import json_errors
 from adapters.web.events import EventLogs, EventStore
+from adapters.web.files import routes as file_routes
 from adapters.web.guard import HTTP_LOG, Guard, is_loopback, new_token
-from adapters.web.surface import Watcher, WebSurface
+from adapters.web.page import routes as page_routes
+from adapters.web.stream import routes as stream_routes
+from adapters.web.surface import WebSurface
 from flower_core import Event
 
 if TYPE_CHECKING:
@@ -52,7 +59,7 @@ SECURITY_HEADERS = {
 
 
 class WebFrontend:
-    name = "web"
+    name = PLATFORM
     # Operations: the bot sets these endpoints before start(); /healthz and /readyz then answer before the
     # guard, /metrics behind it (see adapters/ops/http.py).
     ops: OpsEndpoints | None = None
@@ -64,23 +71,32 @@ class WebFrontend:
                  db_path: str | Path | None = None, event_maxlen: int = WEB.event_log_max, max_body: int = MAX_BODY,
                  mirror_all: bool = True, say: Callable[[str], object] = print) -> None:
         self.host, self.port = host, port
-        self.demo = demo
         self.token_generated = not token and not is_loopback(host)
         self.token = token or (new_token() if self.token_generated else None)
         self.guard = Guard(self.token)
-        self.max_body = max_body
-        self.surface = WebSurface(db_path)
-        self.events = EventLogs(event_maxlen)
-        self.boot = uuid.uuid4().hex[:8]
-        self.pages: set[Watcher] = set()
-        self.sockets: set[web.WebSocketResponse] = set()  # open pages and event streams, closed on stop
-        self.runs_version = 0
-        self._hub: Hub | None = None
+        self.ctx = WebContext(WebSurface(db_path), EventLogs(event_maxlen), demo=demo, max_body=max_body)
         self._ends: dict[str, asyncio.Task[None]] = {}
         self._runner: web.AppRunner | None = None
         self._say = say
         self.mirror_all = mirror_all  # show runs started on other front ends too
         self.surface.listeners.append(self._on_message)
+
+    # ---- what the context holds, as the bot, tests and benches name it ---------------------------
+    @property
+    def surface(self) -> WebSurface:
+        return self.ctx.surface
+
+    @property
+    def events(self) -> EventLogs:
+        return self.ctx.events
+
+    @property
+    def demo(self) -> bool:
+        return self.ctx.demo
+
+    @property
+    def max_body(self) -> int:
+        return self.ctx.max_body
 
     def keep_events_in(self, store: EventStore) -> None:
         """Keep the runs' event logs in `store`, so `/events` and the WebSockets serve them after a restart
@@ -90,31 +106,14 @@ class WebFrontend:
     # ---- the Frontend protocol ------------------------------------------------------------------
     @property
     def hub(self) -> Hub:
-        if self._hub is None:
-            raise RuntimeError("WebFrontend.attach(hub) was not called")
-        return self._hub
+        return self.ctx.hub
 
     def attach(self, hub: Hub) -> None:
-        self._hub = hub
+        self.ctx.attach(hub)
         hub.hooks.tap(self._tap)
         # Runs started elsewhere (Slack, Discord) show on the page too, where the hub can mirror them.
         if self.mirror_all:
-            hub.hooks.auto_mirror(self._mirror_here)
-
-    # ---- which thread of the page shows a run -----------------------------------------------------
-    def _mirror_here(self, record: RunRecord) -> ThreadRef | None:
-        return None if record.thread.platform == self.name else ThreadRef(self.name, "page", record.run_id)
-
-    def page_thread(self, record: RunRecord) -> ThreadRef | None:
-        """The page's thread for a run: its own (started here) or the mirror of one started elsewhere."""
-        if record.thread.platform == self.name:
-            return record.thread
-        return next((t for t in self.hub.query.followers(record.run_id) if t.platform == self.name), None)
-
-    def where(self, record: RunRecord) -> ThreadRef | None:
-        """The `where=` an intent from this page carries (cards of a run shown in several places say
-        where an answer came from): the page's thread of the run, if it shows it."""
-        return self.page_thread(record)
+            hub.hooks.auto_mirror(self.ctx.mirror_thread)
 
     async def start(self) -> None:
         if self._runner is not None:
@@ -137,10 +136,10 @@ class WebFrontend:
         for task in list(self._ends.values()):
             task.cancel()
         self._ends.clear()
-        for ws in list(self.sockets):
+        for ws in list(self.ctx.sockets):
             with contextlib.suppress(Exception):
                 await ws.close()
-        for watcher in list(self.pages):
+        for watcher in list(self.ctx.pages):
             watcher.wake.set()
         if self._runner is not None:
             runner, self._runner = self._runner, None
@@ -169,30 +168,16 @@ class WebFrontend:
                       "open it as ?token=… once, or send 'Authorization: Bearer …')")
 
     # ---- change signals -------------------------------------------------------------------------
-    async def end_socket(self, ws: web.WebSocketResponse, reader: asyncio.Task[None]) -> None:
-        """A socket's last steps, whichever route served it: forget it, stop its reader, close it."""
-        self.sockets.discard(ws)
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reader
-        await ws.close()
-
-    def runs_changed(self) -> None:
-        """The runs list may have changed: every page refreshes it."""
-        self.runs_version += 1
-        for watcher in self.pages:
-            watcher.wake.set()
-
     def _on_message(self, thread: ThreadRef, body: dict[str, Any]) -> None:
         if body.get("kind") in ("status", "summary"):
-            self.runs_changed()
+            self.ctx.runs_changed()
 
     def _tap(self, run_id: str, ev: Event) -> None:
         """Every event of every run (a hub tap: never raises). Also notices runs going live, so
         their event streams hear when they end."""
         self.events.tap(run_id, ev)
         try:
-            if run_id not in self._ends and self._hub is not None and self._hub.query.is_live(run_id):
+            if run_id not in self._ends and self.ctx.ready and self.hub.query.is_live(run_id):
                 self._ends[run_id] = asyncio.get_running_loop().create_task(self._await_end(run_id))
         except Exception as exc:
             log.warning("web: cannot follow run %s: %r", run_id, exc)
@@ -205,7 +190,7 @@ class WebFrontend:
             found = self.events.get(run_id)
             if found is not None:
                 found.poke()
-            self.runs_changed()
+            self.ctx.runs_changed()
 
 
 async def _on_prepare(request: web.Request, response: web.StreamResponse) -> None:
@@ -214,12 +199,9 @@ async def _on_prepare(request: web.Request, response: web.StreamResponse) -> Non
 
 
 def make_app(front: WebFrontend) -> web.Application:
-    app = web.Application(middlewares=[front.guard.middleware, api.json_errors], client_max_size=front.max_body)
-    app[api.WEB_KEY] = front
-    app.router.add_routes(api.routes() + files.file_routes() + stream.stream_routes())
-    app.router.add_get("/", page.index)
-    app.router.add_get("/ws", page.page_ws)
-    app.router.add_get("/static/{name}", page.static)
+    app = web.Application(middlewares=[front.guard.middleware, json_errors], client_max_size=front.max_body)
+    app[WEB_KEY] = front.ctx
+    app.router.add_routes(api_routes() + file_routes() + stream_routes() + page_routes())
     app.on_response_prepare.append(_on_prepare)
     if front.ops is not None:  # operations endpoints: health and readiness open, metrics behind the guard
         front.ops.mount(app)

@@ -24,7 +24,6 @@ and nothing is missed.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,20 +31,18 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from adapters.view import fmt
-from adapters.web.api import WEB_USER, run_json, web_of
+from adapters.web.context import WEB_USER, WebContext, context_of
 from adapters.web.events import EventLog
+from adapters.web.inbound import cursor, page_frame
+from adapters.web.render import activity_json
 from adapters.web.surface import Watcher
-from flower_core import Event
-from flower_core.payloads import ThreadPayload
 
-__all__ = ["STATIC", "index", "page_ws", "static"]
+__all__ = ["STATIC", "index", "page_ws", "routes", "static"]
 
 STATIC = Path(__file__).parent / "static"
 # The page's own files, by name. A request names one of these or gets a 404 without the disk being asked: a
 # name too long for the file system (ENAMETOOLONG), a NUL byte or a `..` never reaches a stat() call.
 SHIPPED = {p.name: p for p in STATIC.iterdir() if p.is_file()}
-ASK_TOOL = "mcp__human__ask"
 RUNS_SHOWN = 200
 ACTIVITY_PAGE = 500
 
@@ -72,24 +69,24 @@ async def static(request: web.Request) -> web.StreamResponse:
 
 
 async def page_ws(request: web.Request) -> web.WebSocketResponse:
-    w = web_of(request)
+    ctx = context_of(request)
     ws = web.WebSocketResponse(heartbeat=25.0, max_msg_size=16 * 1024)
     await ws.prepare(request)
-    watcher = w.surface.watch()
-    w.pages.add(watcher)
-    w.sockets.add(ws)
+    watcher = ctx.surface.watch()
+    ctx.pages.add(watcher)
+    ctx.sockets.add(ws)
     asks: list[dict[str, Any]] = []  # frames from the page not yet handled (of watches, the newest wins)
     reader = asyncio.create_task(_read(ws, watcher, asks))
     watching: Watching | None = None
     try:
-        await ws.send_json({"type": "hello", "demo": w.demo, "user": WEB_USER, "boot": w.boot})
+        await ws.send_json({"type": "hello", "demo": ctx.demo, "user": WEB_USER, "boot": ctx.boot})
         runs_sent = -1
         while not ws.closed:
             watcher.wake.clear()
-            if runs_sent != w.runs_version:
-                runs_sent = w.runs_version
-                shown = [r for r in w.hub.query.runs(live_only=False) if w.page_thread(r) is not None]
-                runs = [run_json(w, r) for r in shown[:RUNS_SHOWN]]
+            if runs_sent != ctx.runs_version:
+                runs_sent = ctx.runs_version
+                shown = [r for r in ctx.hub.query.runs(live_only=False) if ctx.page_thread(r) is not None]
+                runs = [ctx.run_json(r) for r in shown[:RUNS_SHOWN]]
                 await ws.send_json({"type": "runs", "runs": runs})
             if asks:
                 bad = [a for a in asks if a.get("op") != "watch"]
@@ -100,9 +97,9 @@ async def page_ws(request: web.Request) -> web.WebSocketResponse:
                 if wants:
                     if watching is not None:
                         watching.log.release(watcher.wake)
-                    watching = await _start_watch(ws, w, watcher, wants[-1])
+                    watching = await _start_watch(ws, ctx, watcher, wants[-1])
             if watching is not None:
-                await _send_changes(ws, w, watching)
+                await _send_changes(ws, ctx, watching)
             while watcher.notices:
                 note = watcher.notices.pop(0)
                 if watching is not None and note["thread"] == watching.thread:
@@ -113,9 +110,9 @@ async def page_ws(request: web.Request) -> web.WebSocketResponse:
     finally:
         if watching is not None:
             watching.log.release(watcher.wake)
-        w.surface.unwatch(watcher)
-        w.pages.discard(watcher)
-        await w.end_socket(ws, reader)
+        ctx.surface.unwatch(watcher)
+        ctx.pages.discard(watcher)
+        await ctx.end_socket(ws, reader)
     return ws
 
 
@@ -126,56 +123,48 @@ async def _read(ws: web.WebSocketResponse, watcher: Watcher, asks: list[dict[str
                 if msg.type == WSMsgType.ERROR:
                     break
                 continue
-            try:
-                data = json.loads(msg.data)
-            except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
-                data = None
-            if isinstance(data, dict) and data.get("op") == "ping":
+            frame = page_frame(msg.data)
+            if frame is None:  # a ping
                 continue
             # Only the main loop writes to the socket: hand the request (or the complaint) over.
-            asks.append(data if isinstance(data, dict) and data.get("op") == "watch" else {"op": "bad"})
+            asks.append(frame)
             watcher.wake.set()
     finally:
         watcher.wake.set()
 
 
-def _cursor(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-async def _start_watch(ws: web.WebSocketResponse, w: Any, watcher: Watcher, want: dict[str, Any]) -> Watching | None:
+async def _start_watch(ws: web.WebSocketResponse, ctx: WebContext, watcher: Watcher,
+                       want: dict[str, Any]) -> Watching | None:
     run_id = want.get("run")
-    record = w.hub.query.run(run_id) if isinstance(run_id, str) else None
-    page = w.page_thread(record) if record is not None else None
+    record = ctx.hub.query.run(run_id) if isinstance(run_id, str) else None
+    page = ctx.page_thread(record) if record is not None else None
     if record is None or page is None:
         watcher.threads.clear()
         await ws.send_json({"type": "error", "error": f"no run {run_id!r} on this page"})
         return None
     thread = str(page)
     watcher.threads = {thread}
-    log = w.events.get(record.run_id, create=True)
+    log = ctx.events.get(record.run_id, create=True)
     log.waiter(watcher.wake)
-    after = _cursor(want.get("after"))
+    after = cursor(want.get("after"))
     # A cursor from the future means the server lost its store (it ran in memory): start over.
-    reset = after == 0 or after > w.surface.thread_head(thread)
-    watching = Watching(record.run_id, thread, 0 if reset else after, log, _cursor(want.get("events_after")))
-    await _send_changes(ws, w, watching, reset=reset, always=True)
+    reset = after == 0 or after > ctx.surface.thread_head(thread)
+    watching = Watching(record.run_id, thread, 0 if reset else after, log, cursor(want.get("events_after")))
+    await _send_changes(ws, ctx, watching, reset=reset, always=True)
     return watching
 
 
-async def _send_changes(ws: web.WebSocketResponse, w: Any, watching: Watching, *, reset: bool = False,
+async def _send_changes(ws: web.WebSocketResponse, ctx: WebContext, watching: Watching, *, reset: bool = False,
                         always: bool = False) -> None:
-    messages = w.surface.changes(watching.thread, watching.cursor)
+    messages = ctx.surface.changes(watching.thread, watching.cursor)
     if messages or always:
         watching.cursor = max([watching.cursor, *(m["seq"] for m in messages)])
         await ws.send_json({"type": "thread", "run": watching.run_id, "reset": reset, "messages": messages,
                             "head": watching.cursor, "now": round(time.time(), 3)})
-    w.events.flush()  # what the page is shown is on disk first (a no-op when nothing is pending)
+    ctx.events.flush()  # what the page is shown is on disk first (a no-op when nothing is pending)
     while True:
         page = watching.log.after(watching.events_cursor, ACTIVITY_PAGE)
-        items = [{"seq": e["seq"], "tool": fmt.tool_name(e["tool"]), "text": fmt.one_line(e["text"], 160),
-                  "sub": ThreadPayload.of(Event(e["kind"], payload=e["payload"])).subagent}
-                 for e in page.events if e["kind"] == "tool_call" and e["tool"] != ASK_TOOL]
+        items = activity_json(page.events)
         if items or page.dropped or always:
             await ws.send_json({"type": "activity", "run": watching.run_id, "items": items, "last": page.last,
                                 "dropped": page.dropped})
@@ -183,3 +172,7 @@ async def _send_changes(ws: web.WebSocketResponse, w: Any, watching: Watching, *
         watching.events_cursor = page.last
         if len(page.events) < ACTIVITY_PAGE:
             return
+
+
+def routes() -> list[web.RouteDef]:
+    return [web.get("/", index), web.get("/ws", page_ws), web.get("/static/{name}", static)]

@@ -14,46 +14,40 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from adapters.web.api import ApiError, record_of, web_of
+from adapters.web.context import WebContext, context_of, record_of
+from adapters.web.inbound import after_cursor
 
-if TYPE_CHECKING:
-    from adapters.web.frontend import WebFrontend
-
-__all__ = ["PAGE_MAX", "after_param", "events_frame", "stream_routes"]
+__all__ = ["PAGE_MAX", "after_param", "events_frame", "routes"]
 
 PAGE_MAX = 1000
 
 
 async def events(request: web.Request) -> web.Response:
     record = record_of(request)
-    body, _ = events_frame(web_of(request), record.run_id, after_param(request))
+    body, _ = events_frame(context_of(request), record.run_id, after_param(request))
     return web.Response(text=body, content_type="application/json")
 
 
 def after_param(request: web.Request) -> int:
-    raw = request.query.get("after", "0")
-    if not re.fullmatch(r"[0-9]{1,18}", raw):
-        raise ApiError(400, f"'after' must be a sequence number (0 or more), got {raw[:40]!r}")
-    return int(raw)
+    return after_cursor(request.query.get("after", "0"))
 
 
-def events_frame(w: WebFrontend, run_id: str, after: int) -> tuple[str, dict[str, Any]]:
+def events_frame(ctx: WebContext, run_id: str, after: int) -> tuple[str, dict[str, Any]]:
     """The events answer as JSON text, and its fields besides the events (plus "count").
 
     Events are joined from their JSON encoded once when logged: ten pages following a run cost
     ten socket writes per batch, not ten encodings of every event. What is served is written first
     (a no-op when nothing is pending), so a seq a client saw survives a crash.
     """
-    w.events.flush()
-    log = w.events.get(run_id)
-    record = w.hub.query.run(run_id)
+    ctx.events.flush()
+    log = ctx.events.get(run_id)
+    record = ctx.hub.query.run(run_id)
     meta: dict[str, Any] = {"dropped": after > 0, "first": 0, "last": after, "run": run_id,
-                            "status": record.status if record else "unknown", "live": w.hub.query.is_live(run_id)}
+                            "status": record.status if record else "unknown", "live": ctx.hub.query.is_live(run_id)}
     texts: list[str] = []
     if log is not None:  # else: nothing seen in this process (yet)
         page = log.after(after, PAGE_MAX)
@@ -64,20 +58,20 @@ def events_frame(w: WebFrontend, run_id: str, after: int) -> tuple[str, dict[str
 
 
 async def run_ws(request: web.Request) -> web.WebSocketResponse:
-    w, record = web_of(request), record_of(request)
+    ctx, record = context_of(request), record_of(request)
     cursor = after_param(request)
     ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=64 * 1024)
     await ws.prepare(request)
-    log = w.events.get(record.run_id, create=True)
+    log = ctx.events.get(record.run_id, create=True)
     assert log is not None
     wake = log.waiter()
-    w.sockets.add(ws)
+    ctx.sockets.add(ws)
     reader = asyncio.create_task(_drain(ws, wake))
     try:
         first, last_status = True, ("", False)
         while not ws.closed:
             wake.clear()
-            body, frame = events_frame(w, record.run_id, cursor)
+            body, frame = events_frame(ctx, record.run_id, cursor)
             status = (frame["status"], frame["live"])
             if first or frame["count"] or status != last_status:
                 await ws.send_str(body)
@@ -89,7 +83,7 @@ async def run_ws(request: web.Request) -> web.WebSocketResponse:
         pass  # the client went away mid-send
     finally:
         log.release(wake)
-        await w.end_socket(ws, reader)
+        await ctx.end_socket(ws, reader)
     return ws
 
 
@@ -103,5 +97,5 @@ async def _drain(ws: web.WebSocketResponse, wake: asyncio.Event) -> None:
         wake.set()
 
 
-def stream_routes() -> list[web.RouteDef]:
+def routes() -> list[web.RouteDef]:
     return [web.get("/api/runs/{run_id}/events", events), web.get("/api/runs/{run_id}/ws", run_ws)]

@@ -1,12 +1,12 @@
 """WebSurface: the web page as a chat platform — we are the platform, so we keep the messages.
 
 Each thread's messages live in a small SQLite table (a file under the bot's root, or memory):
-message id -> current content, in post order. Every post or edit takes the next number of one
-counter (`seq`), which is also kept, so a page that remembers the highest seq it has applied asks
-for "changes after N" and gets exactly the messages changed since — current versions, in post
-order — with no duplicate and no gap, even across a bot restart (the counter continues from the
-file). Pages are told that something changed by an asyncio.Event per watcher (`watch()`), and
-read by cursor: a slow page costs a query, never an unbounded queue.
+message id -> current content (`render.message_json`, stamped), in post order. Every post or edit
+takes the next number of one counter (`seq`), which is also kept, so a page that remembers the
+highest seq it has applied asks for "changes after N" and gets exactly the messages changed since —
+current versions, in post order — with no duplicate and no gap, even across a bot restart (the
+counter continues from the file). Pages are told that something changed by an asyncio.Event per
+watcher (`watch()`), and read by cursor: a slow page costs a query, never an unbounded queue.
 
 `notify()` (an ephemeral line for the actor) is not stored: it goes to the pages watching the
 thread at that moment, like Slack's ephemeral messages.
@@ -18,16 +18,15 @@ import asyncio
 import json
 import logging
 import sqlite3
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from adapters.platform import WEB, OutMessage, PermanentSurfaceError, PlatformSurface, ThreadRef
+from adapters.web.render import message_json, stamped
 
-__all__ = ["WEB", "WebSurface", "message_json"]
+__all__ = ["WEB", "Watcher", "WebSurface"]
 
 log = logging.getLogger(__name__)
 
@@ -43,30 +42,6 @@ CREATE TABLE IF NOT EXISTS messages (
 );
 CREATE INDEX IF NOT EXISTS messages_by_thread ON messages (thread, seq);
 """
-
-
-def message_json(msg: OutMessage) -> dict[str, Any]:
-    """The neutral message as the page renders it (ids, seq and pos are added by the store)."""
-    return {"key": msg.key, "kind": msg.kind, "title": msg.title, "text": msg.text,
-            "fields": [[k, v] for k, v in msg.fields],
-            "buttons": [{"label": b.label, "action_id": b.action_id, "style": b.style} for b in msg.buttons],
-            "important": msg.important, "origin": msg.origin, "tone": getattr(msg, "tone", ""),
-            "file": _file_json(msg)}
-
-
-def stamped(body: dict[str, Any]) -> dict[str, Any]:
-    """The body with `at`, the server's wall-clock time of this version: the page counts a live status
-    card's Elapsed on from it between the card's edits (the server edits it only at milestones)."""
-    return {**body, "at": round(time.time(), 3)}
-
-
-def _file_json(msg: OutMessage) -> dict[str, Any] | None:
-    """A file the agent shared: the page links to its download route (adapters/web/files.py)."""
-    att = msg.attachment
-    if att is None or not att.rel or not att.run_id:
-        return None
-    return {"name": att.name, "size": att.size, "path": att.rel,
-            "url": f"/api/runs/{quote(att.run_id)}/files/{quote(att.rel)}"}
 
 
 @dataclass(eq=False)  # identity: watchers live in a set

@@ -1,0 +1,177 @@
+"""What the web front end is sent, read into plain values and hub intents (pure: no I/O).
+
+================================  =================================================================
+read                              from → into
+================================  =================================================================
+`parse_body(raw, type, fields)`   a request body's bytes → one flat JSON object, checked field by field
+                                  against `fields` (name → accepted types)
+`text_field`, `number_field`      one field of that object → text (bounded, non-empty unless allowed),
+                                  a number ≥ 0 (None when absent)
+`read_start`                      POST /api/runs → `Start(task, RunOptions)`
+`read_approval`                   POST …/approve → (ask id, decision once|run|deny, words)
+`read_click`                      POST /api/action → (`Click`, its run id, the delivery id or None)
+`after_cursor`, `show_all`        the `?after=N` and `?all=0|1` query parameters
+`page_frame`, `cursor`            a frame of the page's WebSocket → a watch, a ping (None) or a complaint
+================================  =================================================================
+
+Anything wrong raises `ApiError` (adapters/web/errors.py) with the status and a sentence fit for the
+person who sent it: 400 malformed or missing, 415 not JSON. Numbers must be finite (JSON's
+NaN/Infinity are refused), JSON true is not the number 1, and a body is one flat object, so one
+nested too deeply for the parser is malformed, not a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from adapters.hub import Click, RunOptions, Start
+from adapters.ids import IdError, decode
+from adapters.platform.limits import WEB
+from adapters.web.errors import ApiError
+
+__all__ = ["APPROVAL_DECISIONS", "Fields", "after_cursor", "cursor", "number_field", "page_frame", "parse_body",
+           "read_approval", "read_click", "read_start", "show_all", "shown", "text_field"]
+
+APPROVAL_DECISIONS = ("once", "run", "deny")
+Fields = dict[str, type | tuple[type, ...]]  # a body's field name -> the types it accepts
+
+
+# ---- bodies --------------------------------------------------------------------------------------
+def parse_body(raw: bytes, content_type: str, fields: Fields) -> dict[str, Any]:
+    """The JSON object in a body (an empty body is {}), checked against `fields`."""
+    if not raw.strip():
+        data: Any = {}
+    else:
+        if content_type != "application/json":
+            raise ApiError(415, f"send JSON with Content-Type: application/json (got {content_type!r})")
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, f"malformed JSON: {exc}") from None
+        except RecursionError:  # the parser's own stack limit: no body of ours nests at all
+            raise ApiError(400, "malformed JSON: nested too deeply (the body is one flat object)") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "the body must be a JSON object")
+    for key, value in data.items():
+        if key not in fields:
+            raise ApiError(400, f"unknown field {key!r} (known: {', '.join(fields) or 'none'})")
+        spec = fields[key]
+        kinds: tuple[type, ...] = spec if isinstance(spec, tuple) else (spec,)
+        a_bool = isinstance(value, bool) and bool not in kinds  # JSON true is not the number 1
+        if value is not None and (a_bool or not isinstance(value, kinds)):
+            names = "number" if float in kinds else "whole number" if int in kinds else "string"
+            raise ApiError(400, f"{key!r} must be a {names}, got {shown(value)}")
+        if isinstance(value, float) and not math.isfinite(value):  # NaN, ±Infinity, or 1e400 overflowing
+            raise ApiError(400, f"{key!r} must be a finite number, got {shown(value)}")
+    return data
+
+
+def shown(value: Any) -> str:
+    """A value for an error message: a scalar as JSON, a container by its kind (it may nest deeply)."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return json.dumps(value)[:60]
+
+
+def text_field(data: dict[str, Any], key: str, *, required: bool = True, empty_ok: bool = False) -> str:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise ApiError(400, f"missing field {key!r}")
+        return ""
+    if not empty_ok and not value.strip():
+        raise ApiError(400, f"{key!r} is empty: say something")
+    if len(value) > WEB.input_max:
+        raise ApiError(400, f"{key!r} is {len(value)} characters, over the {WEB.input_max} limit")
+    return str(value)
+
+
+def number_field(data: dict[str, Any], key: str, *, integer: bool = False) -> Any:
+    value = data.get(key)
+    if value is None:
+        return None
+    if integer and not isinstance(value, int):
+        raise ApiError(400, f"{key!r} must be a whole number, got {value!r}")
+    if value < 0:
+        raise ApiError(400, f"{key!r} must be 0 or more, got {value!r}")
+    return value
+
+
+# ---- intents -------------------------------------------------------------------------------------
+START_FIELDS: Fields = {"task": str, "timeout_s": (int, float), "max_asks": int, "budget_usd": (int, float),
+                        "approve": list}
+
+
+def read_start(data: dict[str, Any]) -> Start:
+    """A start body (START_FIELDS, checked by `parse_body`): the task and its per-run options."""
+    task = text_field(data, "task")
+    approve = data.get("approve")
+    if approve is not None and not all(isinstance(t, str) for t in approve):
+        raise ApiError(400, "'approve' must be a list of tool rules (strings), e.g. [\"Bash\", \"Edit\"]")
+    options = RunOptions(timeout_s=number_field(data, "timeout_s"),
+                         max_asks=number_field(data, "max_asks", integer=True),
+                         budget_usd=number_field(data, "budget_usd"),
+                         approve=None if approve is None else tuple(approve))
+    if (bad := options.problem()) is not None:
+        raise ApiError(400, bad)
+    return Start(task, options)
+
+
+def read_approval(data: dict[str, Any]) -> tuple[str, str, str]:
+    """An approval body: the ask id as sent, the decision (one of APPROVAL_DECISIONS), the words with it."""
+    ask_id, decision = text_field(data, "ask_id"), text_field(data, "decision").strip()
+    words = text_field(data, "text", required=False, empty_ok=True)
+    if decision not in APPROVAL_DECISIONS:
+        raise ApiError(400, f"decision must be one of {', '.join(APPROVAL_DECISIONS)}, got {shown(decision)}")
+    return ask_id, decision, words
+
+
+def read_click(data: dict[str, Any]) -> tuple[Click, str, str | None]:
+    """A button press (`action_id`, words for a button that wants them, the page's `delivery_id`): the
+    click, the run its button belongs to, and the delivery id (None when the page sent none)."""
+    action_id = text_field(data, "action_id")
+    try:
+        pressed = decode(action_id)
+    except IdError as exc:
+        raise ApiError(400, f"not a button of this bot: {exc}") from None
+    text = data.get("text")
+    if text is not None:
+        text = text_field(data, "text", empty_ok=True)
+    return Click(action_id, text), pressed.run_id, data.get("delivery_id") or None
+
+
+# ---- query parameters ----------------------------------------------------------------------------
+def after_cursor(raw: str) -> int:
+    """`?after=N`: a sequence number, 0 or more."""
+    if not re.fullmatch(r"[0-9]{1,18}", raw):
+        raise ApiError(400, f"'after' must be a sequence number (0 or more), got {raw[:40]!r}")
+    return int(raw)
+
+
+def show_all(raw: str) -> bool:
+    """`?all=`: "1" lists the framework's bookkeeping too; "" and "0" do not."""
+    if raw not in ("", "0", "1"):
+        raise ApiError(400, f"'all' is 0 or 1 (got {raw[:20]!r})")
+    return raw == "1"
+
+
+# ---- the page's WebSocket --------------------------------------------------------------------------
+def page_frame(text: str) -> dict[str, Any] | None:
+    """A text frame from the page: None for a ping, the frame itself for a watch, else {"op": "bad"}."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
+        data = None
+    if isinstance(data, dict) and data.get("op") == "ping":
+        return None
+    return data if isinstance(data, dict) and data.get("op") == "watch" else {"op": "bad"}
+
+
+def cursor(value: Any) -> int:
+    """A cursor a watch frame carries (`after`, `events_after`): a whole number above 0, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
