@@ -25,14 +25,14 @@ from typing import Protocol
 
 from adapters.longoutput import as_file
 from adapters.lru import LRU
-from adapters.ratelimit import RateBudget
-from adapters.surface import (
+from adapters.platform import (
     OutMessage,
     PlatformLimits,
     Surface,
     ThreadRef,
     TransientSurfaceError,
 )
+from adapters.ratelimit import RateBudget
 from adapters.textsplit import neutralize_mentions, split_text
 
 __all__ = ["MessageIds", "Outbox", "OutboxStats"]

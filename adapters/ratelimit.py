@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from adapters.surface import PlatformLimits
+from adapters.platform import PlatformLimits
 
 __all__ = ["RateBudget", "TokenBucket"]
 

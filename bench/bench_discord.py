@@ -33,8 +33,8 @@ from adapters.hub.fanout import Fanout, Target
 from adapters.hub.pipe import RunPipe
 from adapters.memory_surface import MemorySurface, SurfaceCall
 from adapters.outbox import Outbox
+from adapters.platform import DISCORD, ThreadRef
 from adapters.state import MemoryStateStore
-from adapters.surface import DISCORD, ThreadRef
 from adapters.transport.engine import EngineKit
 from adapters.view import RunOutcome, RunView, ViewConfig
 from bench.bench_hub import Mix, SimLoop, _SimSelector, stream

@@ -29,7 +29,7 @@ from adapters.hub.fanout import Fanout, Target
 from adapters.hub.pipe import RunPipe
 from adapters.memory_surface import MemorySurface
 from adapters.outbox import Outbox
-from adapters.surface import SLACK, OutMessage, ThreadRef
+from adapters.platform import SLACK, OutMessage, ThreadRef
 from adapters.view import RunOutcome, RunView
 from flower_core import Event
 

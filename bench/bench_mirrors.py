@@ -19,8 +19,8 @@ from adapters.hub.fanout import Fanout, Target
 from adapters.hub.pipe import RunPipe
 from adapters.memory_surface import MemorySurface
 from adapters.outbox import Outbox
+from adapters.platform import SLACK, ThreadRef
 from adapters.ratelimit import RateBudget
-from adapters.surface import SLACK, ThreadRef
 from adapters.view import RunOutcome, RunView
 from bench.bench_hub import Mix, check_loss, pct, run_sim, stream
 

@@ -42,8 +42,8 @@ from claude_agent_sdk import project_key_for_directory
 
 from adapters.hub import Hub, HubSettings
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import RunRecord, SQLiteStateStore
-from adapters.surface import ThreadRef
 from adapters.transport import LocalTransport
 from adapters.transport.engine import EngineKit
 from adapters.view import ViewConfig

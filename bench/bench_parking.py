@@ -31,8 +31,8 @@ from pathlib import Path
 
 from adapters.hub import Hub, HubSettings, RunPlan
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import SQLiteStateStore
-from adapters.surface import ThreadRef
 from adapters.transport.engine import EngineKit
 from adapters.view import ViewConfig
 from bench.procfs import rss_kb

@@ -47,9 +47,9 @@ from typing import Any
 from adapters.hub import Hub, HubSettings, RunPlan
 from adapters.memory_surface import MemorySurface
 from adapters.outbox import Outbox
+from adapters.platform import MEMORY, SLACK, OutMessage, ThreadRef
 from adapters.slack import SlackFrontend, SlackSettings
 from adapters.state import MemoryStateStore
-from adapters.surface import MEMORY, SLACK, OutMessage, ThreadRef
 from adapters.transport.engine import EngineKit
 from adapters.view import ViewConfig
 from flower_core import AgentSpec, Event, HumanChannel, Runtime, Step, Workflow

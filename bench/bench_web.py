@@ -30,8 +30,8 @@ from typing import Any
 import aiohttp
 
 from adapters.hub import Hub, HubSettings
+from adapters.platform import ThreadRef
 from adapters.state import MemoryStateStore, RunRecord
-from adapters.surface import ThreadRef
 from adapters.web import WebFrontend
 from flower_core import Event
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from adapters.hub import Hub, HubSettings
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import SQLiteStateStore
-from adapters.surface import ThreadRef
 from adapters.transport.redis_front import RedisTransport
 from adapters.view import ViewConfig
 from flower_core import Event

@@ -117,8 +117,8 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
     from adapters.ops.health import Health
     from adapters.ops.http import HealthServer, OpsEndpoints
     from adapters.ops.metrics import Metrics
+    from adapters.platform import StartRefused
     from adapters.state import ChannelPolicy, SQLiteStateStore
-    from adapters.surface import StartRefused
     from adapters.transport.engine import EngineKit
     from adapters.web import WebFrontend
     from bots.flows import flow_factory

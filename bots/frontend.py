@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from adapters.hub import Hub
-    from adapters.surface import Surface
+    from adapters.platform import Surface
 
 __all__ = ["Frontend"]
 

@@ -95,7 +95,7 @@ async def work(args: argparse.Namespace, url: str, *, stop: asyncio.Event | None
     from adapters.ops.health import Health
     from adapters.ops.http import HealthServer, OpsEndpoints
     from adapters.ops.metrics import Metrics
-    from adapters.surface import StartRefused
+    from adapters.platform import StartRefused
     from adapters.transport.engine import EngineKit
     from adapters.transport.redis_worker import RedisWorker
     from bots.flows import flow_factory

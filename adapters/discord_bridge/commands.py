@@ -23,9 +23,9 @@ from adapters.discord_bridge.render import NO_MENTIONS, SUBAGENT_WARNING, Action
 from adapters.discord_bridge.reply import Reply
 from adapters.hub import THREAD_HELP, Follow, IntentResult, Interrupt, Resume, RunOptions, Start, Stop, Unfollow, Wake
 from adapters.ids import encode
+from adapters.platform import ThreadRef
 from adapters.platform.limits import DISCORD
 from adapters.state import RunRecord
-from adapters.surface import ThreadRef
 from adapters.view import fmt
 
 __all__ = ["HELP", "FlowerCommands"]

@@ -26,7 +26,7 @@ from adapters.discord_bridge.connection import Backoff, Lifeline
 from adapters.discord_bridge.context import PLATFORM, DiscordContext
 from adapters.discord_bridge.surface import DiscordSurface
 from adapters.hub import Hub
-from adapters.surface import StartRefused, ThreadRef
+from adapters.platform import StartRefused, ThreadRef
 
 __all__ = ["INTENT_HINT", "DiscordFrontend", "DiscordSettings", "DiscordStartError"]
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from adapters.hub.ledger import CardLedger, CardRecord
 from adapters.hub.registry import RunRegistry, has_ended
+from adapters.platform import OutMessage, ThreadRef
 from adapters.state import StateStore
-from adapters.surface import OutMessage, ThreadRef
 from adapters.view import AskCard
 from adapters.view import fmt as _fmt
 from adapters.view.asks import ask_key

@@ -26,9 +26,9 @@ from adapters.hub.outboxes import Outboxes
 from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.workspace import INBOX, Bookkeeping, inside, workspace_files
 from adapters.ids import encode
+from adapters.platform import ThreadRef
 from adapters.platform.messages import Button, FileRef, OutMessage
 from adapters.state import RunRecord
-from adapters.surface import ThreadRef
 from adapters.view.shares import human_size
 
 __all__ = ["Changes", "changed", "post_files", "with_changes"]

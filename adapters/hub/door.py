@@ -55,8 +55,8 @@ from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.rounds import Rounds
 from adapters.hub.routing import NOT_MINE, WordsFirst, click, said
 from adapters.ids import IdError, decode
+from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
-from adapters.surface import ThreadRef
 
 if TYPE_CHECKING:
     from adapters.hub.handlers import CardHandler, RunHandler, StartHandler

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from adapters.outbox import Outbox, OutboxStats
-from adapters.surface import OutMessage, ThreadRef
+from adapters.platform import OutMessage, ThreadRef
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.settings import HubSettings
 from adapters.hub.wake import Restarts
+from adapters.platform import ThreadRef
 from adapters.state import RunRecord, RunStatus, StateStore
-from adapters.surface import ThreadRef
 from adapters.transport import Transport
 from adapters.view.approval_card import approval_option
 

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 from adapters.hub.launcher import Tap
 from adapters.hub.mirrors import Mirrors
 from adapters.people import People
+from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
-from adapters.surface import ThreadRef
 
 __all__ = ["HubHooks"]
 

@@ -58,8 +58,8 @@ from adapters.hub.runs import LiveRun
 from adapters.hub.settings import HubSettings
 from adapters.hub.wake import Restarts
 from adapters.people import People
+from adapters.platform import Surface, ThreadRef
 from adapters.state import StateStore
-from adapters.surface import Surface, ThreadRef
 from adapters.transport import LocalTransport, Transport
 from adapters.transport.engine import EngineKit
 from adapters.transport.intents import StoreIntentLog

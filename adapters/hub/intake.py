@@ -16,8 +16,8 @@ from adapters.hub.intents import Continue, Send, Submit
 from adapters.hub.registry import has_ended
 from adapters.hub.results import Refuse
 from adapters.hub.settings import UploadLimits
+from adapters.platform import ThreadRef
 from adapters.state import RunRecord
-from adapters.surface import ThreadRef
 
 __all__ = ["FileIntake"]
 

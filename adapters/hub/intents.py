@@ -40,7 +40,7 @@ from adapters.access import Permission, RunPermission
 from adapters.hub.files import Incoming
 from adapters.hub.options import RunOptions
 from adapters.hub.results import IntentResult
-from adapters.surface import ThreadRef
+from adapters.platform import ThreadRef
 
 __all__ = ["PERMISSIONS", "Answer", "Approve", "Attach", "Click", "Continue", "Decline", "Follow", "Intent",
            "Interrupt", "Oracle", "Permission", "Resume", "RunIntent", "Said", "Send", "ShowFiles", "Start",

@@ -22,8 +22,8 @@ from adapters.hub.pipe import RunPipe
 from adapters.hub.registry import RunRegistry
 from adapters.hub.runs import LiveRun, RunCallbacks
 from adapters.hub.settings import HubSettings
+from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
-from adapters.surface import ThreadRef
 from adapters.transport import RunPlan, Transport
 from adapters.view import RunView, ViewConfig
 from flower_core import Event

@@ -30,8 +30,8 @@ from adapters.hub.outboxes import Outboxes
 from adapters.hub.platforms import Platforms
 from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult, Refuse
+from adapters.platform import OutMessage, SurfaceError, ThreadRef
 from adapters.state import Mirror, RunRecord, StateStore
-from adapters.surface import OutMessage, SurfaceError, ThreadRef
 from adapters.view import asks as _asks
 from adapters.view import fmt as _fmt
 from adapters.view import notices

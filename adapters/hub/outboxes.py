@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from adapters.hub.platforms import Platforms
 from adapters.outbox import Outbox
+from adapters.platform import OutMessage, ThreadRef
 from adapters.ratelimit import RateBudget
 from adapters.state import StateStore
-from adapters.surface import OutMessage, ThreadRef
 
 
 class Outboxes:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from adapters.hub.fanout import Fanout
-from adapters.surface import OutMessage
+from adapters.platform import OutMessage
 from adapters.view import RunView
 from flower_core import Event
 

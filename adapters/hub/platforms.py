@@ -11,8 +11,7 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from adapters.hub.results import IntentResult
-from adapters.platform import as_platform, provides
-from adapters.surface import Surface, SurfaceError, ThreadRef
+from adapters.platform import Surface, SurfaceError, ThreadRef, as_platform, provides
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
 from adapters.hub.settings import UploadLimits
 from adapters.people import People
+from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
-from adapters.surface import ThreadRef
 
 if TYPE_CHECKING:
     from adapters.hub.runs import LiveRun

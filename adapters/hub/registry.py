@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from adapters.platform import ThreadRef
 from adapters.state import LIVE_STATUSES, RunRecord, RunStatus, StateStore
-from adapters.surface import ThreadRef
 
 if TYPE_CHECKING:
     from adapters.hub.runs import LiveRun

@@ -36,8 +36,8 @@ from adapters.hub.intents import Continue, Follow, Send, Submit
 from adapters.hub.launcher import Launch, Launcher
 from adapters.hub.registry import RunRegistry, has_ended
 from adapters.hub.results import IntentResult, Refuse
+from adapters.platform import ThreadRef
 from adapters.state import Mirror, RunRecord, RunStatus, StateStore
-from adapters.surface import ThreadRef
 from adapters.view import ViewConfig
 from adapters.view import fmt as _fmt
 

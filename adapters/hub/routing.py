@@ -35,7 +35,7 @@ from adapters.hub.registry import RunRegistry, has_ended
 from adapters.hub.replies import parse_reply
 from adapters.hub.results import Form, IntentResult
 from adapters.ids import ActionId, IdError, decode
-from adapters.surface import ThreadRef
+from adapters.platform import ThreadRef
 
 __all__ = ["FORMS", "NOT_MINE", "WordsFirst", "click", "opens_form", "said"]
 

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from adapters.ops.health import Health
 from adapters.ops.metrics import CONTENT_TYPE, Metrics
-from adapters.surface import StartRefused
+from adapters.platform import StartRefused
 from adapters.web.guard import is_loopback
 
 __all__ = ["OPEN_PATHS", "HealthServer", "OpsEndpoints"]

@@ -28,7 +28,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from adapters.ops.procs import cli_children
-from adapters.surface import OutMessage, Surface, ThreadRef, TransientSurfaceError
+from adapters.platform import OutMessage, Surface, ThreadRef, TransientSurfaceError
 from adapters.transport.engine import EngineKit, RunEngine
 from adapters.transport.intents import RunLog
 from flower_core import Event

@@ -24,12 +24,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.hub import Follow, Hub, IntentResult, Resume, RunOptions, Start, Unfollow
 from adapters.lru import LRU
-from adapters.platform import SLACK
+from adapters.platform import SLACK, OutMessage, SurfaceError, ThreadRef
 from adapters.slack.errors import is_code
 from adapters.slack.files import SlackFiles
 from adapters.slack.surface import SlackSurface
 from adapters.state import RunRecord
-from adapters.surface import OutMessage, SurfaceError, ThreadRef
 from adapters.view import fmt as _fmt
 from adapters.view.status import STATUS_KEY
 

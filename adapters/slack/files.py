@@ -35,10 +35,9 @@ import aiohttp
 from yarl import URL
 
 from adapters.hub import Incoming
-from adapters.platform import OutMessage
+from adapters.platform import OutMessage, ThreadRef
 from adapters.slack.inbound import PayloadError, text_field
 from adapters.slack.text import defuse
-from adapters.surface import ThreadRef
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient

@@ -35,6 +35,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.hub import Hub
+from adapters.platform import StartRefused
 from adapters.slack.commands import register as register_commands
 from adapters.slack.context import SlackContext
 from adapters.slack.errors import error_code
@@ -44,7 +45,6 @@ from adapters.slack.inbound import dedupe_key
 from adapters.slack.interactive import register as register_interactive
 from adapters.slack.sessions import AgentSessions
 from adapters.slack.surface import SlackSurface
-from adapters.surface import StartRefused
 
 __all__ = ["DEFAULT_API_URL", "SlackFrontend", "SlackSettings", "SlackStartError"]
 

@@ -30,11 +30,11 @@ from slack_sdk.models.views import View
 
 from adapters.hub import NOT_MINE, Click, IntentResult, Interrupt, Stop, Unfollow
 from adapters.ids import IdError, decode, encode
+from adapters.platform import SurfaceError
 from adapters.slack.context import SlackContext
 from adapters.slack.errors import slack_call
 from adapters.slack.inbound import Action, PayloadError, message_thread, read_action, text_field
 from adapters.slack.modals import INPUT_CALLBACK, STOP_CALLBACK, input_view, read_submission, stop_view
-from adapters.surface import SurfaceError
 
 __all__ = ["SHORTCUT_CALLBACK", "UNFOLLOW_CALLBACK", "register"]
 

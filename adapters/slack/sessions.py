@@ -20,10 +20,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from adapters.platform import SLACK
+from adapters.platform import SLACK, OutMessage, ThreadRef, TransientSurfaceError
 from adapters.slack.coalesce import Coalescer
 from adapters.slack.errors import error_code, to_surface_error
-from adapters.surface import OutMessage, ThreadRef, TransientSurfaceError
 from adapters.view.status import STATES
 
 __all__ = ["SESSION_STATUS", "AgentSessions"]

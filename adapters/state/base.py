@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from adapters.surface import ThreadRef
+from adapters.platform import ThreadRef
 
 __all__ = ["DEFAULT_DEDUPE_TTL_S", "LIVE_STATUSES", "AskMessage", "ChannelPolicy", "Mirror", "Receipt", "RunRecord",
            "RunStatus", "StateStore", "StoredEvents"]

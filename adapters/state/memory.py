@@ -7,8 +7,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from adapters.platform import ThreadRef
 from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Mirror, Receipt, RunRecord, RunStatus
-from adapters.surface import ThreadRef
 
 __all__ = ["MemoryStateStore"]
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.platform import ThreadRef
 from adapters.state.base import (
     DEFAULT_DEDUPE_TTL_S,
     AskMessage,
@@ -24,7 +25,6 @@ from adapters.state.base import (
     RunStatus,
     StoredEvents,
 )
-from adapters.surface import ThreadRef
 
 __all__ = ["SQLiteStateStore"]
 

@@ -20,7 +20,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from adapters.surface import StartRefused
+from adapters.platform import StartRefused
 
 log = logging.getLogger(__name__)
 

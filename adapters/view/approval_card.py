@@ -15,8 +15,8 @@ import difflib
 from typing import TYPE_CHECKING, Any
 
 from adapters.ids import encode
+from adapters.platform import Button, OutMessage
 from adapters.platform.messages import FileRef
-from adapters.surface import Button, OutMessage
 from adapters.view import fmt
 from adapters.view.shares import human_size
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.ids import encode
-from adapters.surface import Button, OutMessage
+from adapters.platform import Button, OutMessage
 from adapters.view import fmt
 from adapters.view.approval_card import APPROVAL, render_approval
 

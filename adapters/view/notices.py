@@ -6,7 +6,7 @@ and when to send them.
 
 from __future__ import annotations
 
-from adapters.surface import OutMessage
+from adapters.platform import OutMessage
 from adapters.view import fmt
 from flower_core.payloads import BudgetPayload, HandoffPayload, ResetPayload, StepPayload
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from adapters.surface import OutMessage
+from adapters.platform import OutMessage
 
 
 class ProseBuffer:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.surface import OutMessage
+from adapters.platform import OutMessage
 from adapters.view import fmt, notices
 from flower_core.payloads import MailPayload
 

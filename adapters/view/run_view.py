@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.surface import OutMessage
+from adapters.platform import OutMessage
 from adapters.view import asks, fmt, notices, shares, status, summary
 from adapters.view.approval_card import whole_diff
 from adapters.view.asks import AskCard

@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from adapters.ids import encode
-from adapters.surface import Button, OutMessage
+from adapters.platform import Button, OutMessage
 from adapters.view import fmt
 from adapters.view.endings import ending_of
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.surface import OutMessage
+from adapters.platform import OutMessage
 from adapters.view import fmt
 from adapters.view.endings import ending_of
 

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from adapters.platform import StartRefused, ThreadRef
 from adapters.platform.limits import WEB
-from adapters.surface import StartRefused, ThreadRef
 from adapters.web.api import routes as api_routes
 from adapters.web.context import PLATFORM, WEB_KEY, WebContext
 from adapters.web.errors import json_errors

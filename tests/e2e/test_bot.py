@@ -14,7 +14,7 @@ import pytest
 from adapters.hub import Hub
 from adapters.hub.runs import KEPT
 from adapters.memory_surface import MemorySurface
-from adapters.surface import ThreadRef
+from adapters.platform import ThreadRef
 from bots import bot as bot_module
 from bots.bot import build_parser, serve
 from bots.config import BotConfig, ConfigError, load_config

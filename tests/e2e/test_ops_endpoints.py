@@ -16,7 +16,7 @@ import pytest
 
 from adapters.ops.metrics import Metrics
 from adapters.outbox import Outbox
-from adapters.surface import OutMessage, ThreadRef
+from adapters.platform import OutMessage, ThreadRef
 from bots import bot as bot_module
 from bots.bot import build_parser, serve
 from bots.discord_bot import DiscordBot

@@ -18,7 +18,7 @@ from adapters.ops.health import Health
 from adapters.ops.metrics import Metrics, is_rate_limit
 from adapters.ops.procs import cli_children, descendants
 from adapters.ops.runlog import RUN_ID, run_context
-from adapters.surface import PermanentSurfaceError, TransientSurfaceError
+from adapters.platform import PermanentSurfaceError, TransientSurfaceError
 from bots import worker
 from bots.bot import build_parser
 from bots.config import BotConfig, ConfigError, load_config

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from adapters.access import Access, Decision
+from adapters.platform import ThreadRef
 from adapters.state import ChannelPolicy, MemoryStateStore, RunRecord
-from adapters.surface import ThreadRef
 
 RUN = RunRecord("r1", ThreadRef("slack", "C1", "1.1"), owner="OWNER", task="t")
 

@@ -14,8 +14,8 @@ import pytest
 
 from adapters.hub import Hub, RunOptions
 from adapters.memory_surface import MemorySurface
+from adapters.platform import OutMessage
 from adapters.state import MemoryStateStore
-from adapters.surface import OutMessage
 from adapters.view import AskCard
 from adapters.view.approval_card import approval_option
 from adapters.view.asks import render

@@ -12,8 +12,8 @@ from typing import Any
 
 from adapters.hub import RunOptions, RunPlan, default_factory
 from adapters.memory_surface import MemorySurface
+from adapters.platform import OutMessage
 from adapters.state import MemoryStateStore
-from adapters.surface import OutMessage
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from tests.conftest import scenario_of
 from tests.support.drive import drive

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from adapters.hub import Hub, RunOptions
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import MemoryStateStore
-from adapters.surface import ThreadRef
 from bots.bot import build_parser
 from bots.config import load_config
 from tests.support.drive import drive

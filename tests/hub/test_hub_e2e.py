@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import ChannelPolicy, MemoryStateStore
-from adapters.surface import ThreadRef
 from tests.conftest import scenario_of
 from tests.support.drive import drive
 from tests.support.hub_support import INBOX, THREAD, Watch, ask_call, button, make_hub, posted

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import ChannelPolicy, MemoryStateStore, SQLiteStateStore
-from adapters.surface import ThreadRef
 from tests.conftest import scenario_of
 from tests.support.drive import drive
 from tests.support.hub_support import BACK_NOTE, INBOX, Watch, ask_call, button, make_hub, transcript_has

@@ -16,8 +16,8 @@ from adapters import ids
 from adapters.hub import CardProblem, Hub
 from adapters.hub.ledger import CardLedger
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import MemoryStateStore, RunRecord, RunStatus
-from adapters.surface import ThreadRef
 from tests.support.drive import drive
 from tests.support.hub_support import hub_of
 

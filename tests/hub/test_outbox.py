@@ -12,8 +12,7 @@ from typing import TypeVar
 import pytest
 
 from adapters.outbox import Outbox
-from adapters.state import MemoryStateStore
-from adapters.surface import (
+from adapters.platform import (
     MEMORY,
     SLACK,
     Button,
@@ -24,6 +23,7 @@ from adapters.surface import (
     ThreadRef,
     TransientSurfaceError,
 )
+from adapters.state import MemoryStateStore
 
 T = TypeVar("T")
 THREAD = ThreadRef("fake", "C1", "t1")

@@ -12,8 +12,8 @@ from typing import Any
 from adapters.hub import Hub, wake
 from adapters.hub.runs import KEPT
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import SQLiteStateStore
-from adapters.surface import ThreadRef
 from flower_core import Event
 from flower_core.human import TIMEOUT
 from flower_core.runtime.parking import RESUME_NOTE, WITHDRAWN

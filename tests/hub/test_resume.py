@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import RunStatus, SQLiteStateStore
-from adapters.surface import ThreadRef
 from tests.hub.test_parking_hub import parked_card
 from tests.hub.test_rounds import MORE, conversation, hub_on
 from tests.support.campaign.tally import session_id

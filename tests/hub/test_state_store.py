@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.platform import ThreadRef
 from adapters.state import ChannelPolicy, MemoryStateStore, RunRecord, SQLiteStateStore, StateStore
-from adapters.surface import ThreadRef
 
 T1 = ThreadRef("slack", "C1", "1700000000.000100")
 T2 = ThreadRef("discord", "42", "99")

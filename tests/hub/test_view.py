@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.ids import decode
-from adapters.surface import OutMessage
+from adapters.platform import OutMessage
 from adapters.view import AskCard, RunOutcome, RunView, ViewConfig
 from flower_core import Event
 

@@ -17,12 +17,20 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.discord_bridge import DiscordFrontend
 from adapters.memory_surface import MemorySurface
 from adapters.ops.metrics import CountingSurface, Metrics
-from adapters.platform import OPTIONAL_MEMBERS, PlatformSurface, Surface, as_platform, provides
+from adapters.platform import (
+    OPTIONAL_MEMBERS,
+    OutMessage,
+    PlatformSurface,
+    Surface,
+    ThreadRef,
+    TransientSurfaceError,
+    as_platform,
+    provides,
+)
 from adapters.platform.checks import CHECKS
 from adapters.platform.testing import Rig, Seen, SurfaceConformanceError, run_surface_conformance
 from adapters.slack import SlackFrontend
 from adapters.slack.surface import SlackSurface
-from adapters.surface import OutMessage, ThreadRef, TransientSurfaceError
 from adapters.web.surface import WebSurface
 from tests.support.discord_double import DiscordDouble
 from tests.support.discord_support import discord_double, settings

@@ -11,8 +11,8 @@ import pytest
 
 from adapters.discord_bridge import DiscordFrontend, DiscordSettings
 from adapters.hub import Hub, RunFactory, RunPlan
+from adapters.platform import DISCORD
 from adapters.state import StateStore
-from adapters.surface import DISCORD
 from flower_core import AgentSpec, HumanChannel, Step, Workflow
 from tests.support.discord_double import TOKEN, DiscordDouble
 from tests.support.hub_support import make_hub

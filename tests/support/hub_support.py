@@ -13,8 +13,8 @@ from typing import Any
 
 from adapters.hub import Hub, HubSettings, RunPlan
 from adapters.memory_surface import MemorySurface, Posted
+from adapters.platform import OutMessage, ThreadRef
 from adapters.state import StateStore
-from adapters.surface import OutMessage, ThreadRef
 from adapters.transport.engine import EngineKit
 from adapters.view import ViewConfig
 from flower_core import AgentSpec, HumanChannel, Step, Workflow

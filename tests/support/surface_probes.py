@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.platform.testing import Fault, Seen
-from adapters.surface import ThreadRef
 from adapters.web.surface import WebSurface
 from tests.support.discord_double import DiscordDouble
 from tests.support.slack_double import Msg, SlackDouble

@@ -15,8 +15,8 @@ import pytest
 
 from adapters.hub import Hub
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.state import SQLiteStateStore
-from adapters.surface import ThreadRef
 from adapters.transport import wire
 from adapters.transport.engine import EngineKit
 from adapters.transport.intents import Intent, Op

@@ -12,8 +12,8 @@ import pytest
 
 from adapters.discord_bridge import INTENT_HINT, DiscordFrontend, DiscordStartError
 from adapters.hub import Hub
+from adapters.platform import Button, OutMessage, PermanentSurfaceError, ThreadRef, TransientSurfaceError
 from adapters.state import ChannelPolicy, MemoryStateStore
-from adapters.surface import Button, OutMessage, PermanentSurfaceError, ThreadRef, TransientSurfaceError
 from tests.support.discord_double import DiscordDouble
 from tests.support.discord_support import discord_double, settings
 from tests.support.hub_support import hub_of

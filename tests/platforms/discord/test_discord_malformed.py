@@ -24,8 +24,8 @@ from adapters.discord_bridge import DiscordFrontend
 from adapters.discord_bridge.connection import Backoff
 from adapters.discord_bridge.errors import FAILED, UNKNOWN_COMMAND, Told, told
 from adapters.hub import Hub
+from adapters.platform import Button, OutMessage, ThreadRef
 from adapters.state import MemoryStateStore, RunRecord
-from adapters.surface import Button, OutMessage, ThreadRef
 from tests.e2e.test_discord_bot_process import Bot, bot_env, no_bot_left_behind
 from tests.support.discord_double import TOKEN, DiscordDouble
 from tests.support.discord_interactions import Ix

@@ -13,7 +13,7 @@ from adapters.discord_bridge.errors import translate
 from adapters.discord_bridge.render import ActionButton, context_bar, render
 from adapters.discord_bridge.reply import names_as_mentions
 from adapters.ids import encode
-from adapters.surface import Button, OutMessage, PermanentSurfaceError, TransientSurfaceError
+from adapters.platform import Button, OutMessage, PermanentSurfaceError, TransientSurfaceError
 from bots.config import ConfigError
 from bots.discord_bot import settings_from
 

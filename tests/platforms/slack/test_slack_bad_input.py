@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from adapters.hub import IntentResult
+from adapters.platform import ThreadRef
 from adapters.slack.inbound import PayloadError, text_field
 from adapters.state import RunRecord
-from adapters.surface import ThreadRef
 from tests.support.slack_double import SlackDouble
 from tests.support.slack_support import C1, Bot, slack_bot
 from tests.support.waiting import until

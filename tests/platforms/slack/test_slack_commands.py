@@ -13,9 +13,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from adapters.platform import ThreadRef
 from adapters.slack import SlackStartError
 from adapters.state import ChannelPolicy, RunRecord
-from adapters.surface import ThreadRef
 from tests.support.slack_double import BOT_USER, SlackDouble
 from tests.support.slack_support import C1, settings_for, slack_bot
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from adapters.surface import OutMessage
+from adapters.platform import OutMessage
 from tests.support.slack_double import SlackDouble
 from tests.support.slack_support import C1, slack_bot
 

@@ -13,13 +13,13 @@ from slack_sdk.errors import SlackApiError
 
 from adapters.hub import RunOptions
 from adapters.ids import encode
+from adapters.platform import Button, OutMessage, PermanentSurfaceError, TransientSurfaceError
 from adapters.slack.errors import to_surface_error
 from adapters.slack.inbound import PayloadError, dedupe_key, parse_flower, read_action
 from adapters.slack.modals import input_view, read_submission, stop_view
 from adapters.slack.render import render
 from adapters.slack.sessions import SESSION_STATUS, state_of
 from adapters.slack.text import bar, defuse, mrkdwn_escape, strip_bot_mention
-from adapters.surface import Button, OutMessage, PermanentSurfaceError, TransientSurfaceError
 from adapters.view.status import STATES, StatusCard
 from adapters.view.status import render as render_status
 

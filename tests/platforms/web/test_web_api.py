@@ -21,8 +21,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from adapters.hub import Hub
 from adapters.hub.ledger import CardLedger
 from adapters.memory_surface import MemorySurface
+from adapters.platform import Button, OutMessage, ThreadRef
 from adapters.state import MemoryStateStore, RunRecord
-from adapters.surface import Button, OutMessage, ThreadRef
 from adapters.web import EventLog, WebFrontend, WebSurface, json_safe, make_app
 from flower_core import Event
 from tests.conftest import scenario_of
@@ -468,7 +468,7 @@ def test_web_bot_build_reads_flags_env_and_the_web_table(tmp_path: Path) -> None
 async def test_a_taken_port_is_a_clear_refusal_at_start(tmp_path: Path) -> None:
     import socket
 
-    from adapters.surface import StartRefused
+    from adapters.platform import StartRefused
     from bots.config import BotConfig
     from bots.web_bot import build
 

@@ -17,8 +17,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from adapters.hub import Hub
+from adapters.platform import ThreadRef
 from adapters.state import MemoryStateStore, RunRecord
-from adapters.surface import ThreadRef
 from adapters.web import WebFrontend, make_app
 from adapters.web.page import STATIC
 from tests.support.drive import drive

@@ -25,8 +25,8 @@ import aiohttp
 import pytest
 
 from adapters.hub import default_factory
+from adapters.platform import OutMessage
 from adapters.state import MemoryStateStore
-from adapters.surface import OutMessage
 from adapters.view import RunOutcome, ViewConfig
 from adapters.view import summary as summaries
 from adapters.web import WebFrontend

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from adapters.hub import Hub
+from adapters.platform import ThreadRef
 from adapters.state import RunRecord, SQLiteStateStore
-from adapters.surface import ThreadRef
 from adapters.web import WebFrontend
 from flower_core import Event
 from tests.platforms.web.test_web_api import client_for, frames_until
