@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import flower_core.human.texts as texts
 from flower_core.events import Event
 from flower_core.lang import Catalogue, catalogue
-
-from . import texts
 
 
 class AskState(StrEnum):
