@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import adapters.view.fmt as fmt
 from adapters.surface import OutMessage
-from adapters.view import fmt
 
 
 def receipt(key: str, text: str, state: str, *, by: str = "", amended: bool = False,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import adapters.view.fmt as fmt
+import adapters.view.notices as notices
 from adapters.surface import OutMessage
-from adapters.view import fmt, notices
 
 
 class Receipts:

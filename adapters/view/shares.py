@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import adapters.view.fmt as fmt
 from adapters.platform.messages import FileRef, OutMessage
-from adapters.view import fmt
 
 __all__ = ["NOTE_MAX", "human_size", "shared"]
 
