@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from flower_core import roles
+import flower_core.roles as roles
 from flower_core.documents import Verdict, brief_missing, goal_complete
 from flower_core.lang import Catalogue, catalogue
 from flower_core.lineage import Lineage
