@@ -2,12 +2,13 @@
 
     model ── tools ask · inbox · share (tools.py) ──▶ HumanChannel ◀── answer · decline · send ── any UI thread
                                                         │ owns
-                            Questions (questions.py) ◀──┼── Approver  channel.approver  approve · pending
-                            the asks, under one lock    └── Parking   channel.parking   park · settled · restore
+                            Questions (questions.py) ◀──┼── Pullers   next_ask (pull mode)
+                            the asks, under one lock    ├── Approver  channel.approver  approve · pending
+                                                        └── Parking   channel.parking   park · settled · restore
 
 The channel keeps the seed's members (``ask``, ``pending``, ``next_ask``, ``answer``, ``decline``, ``send``,
-``amend``, ``transcript``…) and delegates ``approve``/``pending_approvals`` and the parking members to
-its two collaborators, which are given the Questions and the channel functions they call, not the channel.
+``amend``, ``transcript``…) and hands ``next_ask``, ``approve``/``pending_approvals`` and the parking members
+to its collaborators, which are given the Questions and the channel functions they call, not the channel.
 """
 
 from __future__ import annotations
@@ -26,21 +27,9 @@ from flower_core.human.approval import ApprovalGate, Approver
 from flower_core.human.ask import Ask, AskState, check_question
 from flower_core.human.mail import Mail
 from flower_core.human.parked import Parking
-from flower_core.human.questions import Keeper, Questions
+from flower_core.human.questions import Keeper, Pullers, Questions, release, running_loop
 from flower_core.human.share import share
 from flower_core.lang import Catalogue, catalogue
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _release(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 class HumanChannel:
@@ -85,8 +74,7 @@ class HumanChannel:
         # One lock (the questions') guards all bookkeeping; answer/decline/send arrive from arbitrary threads.
         self._questions = Questions()
         self._lock = self._questions.lock
-        self._pulled: set[str] = set()
-        self._pull_waiters: list[asyncio.Future[None]] = []
+        self._pullers = Pullers(self._questions)
         self._loop: asyncio.AbstractEventLoop | None = None
         # The run's approval policy for tool calls (approval.py; starter_flow sets it), None: nobody is asked.
         self.approvals: ApprovalGate | None = None
@@ -147,22 +135,22 @@ class HumanChannel:
         q, opts, problem = check_question(question, options, self.lang)
         immediate = ""
         fut: asyncio.Future[None] | None = None
-        book = self._questions
+        questions = self._questions
         with self._lock:
-            ask = book.new(q, opts, kind=kind, facts=facts)
+            ask = questions.new(q, opts, kind=kind, facts=facts)
             if problem:
                 immediate = "invalid"
-            elif not kind and self.max_asks is not None and book.counted >= self.max_asks:
+            elif not kind and self.max_asks is not None and questions.counted >= self.max_asks:
                 immediate = "over_budget"
             else:
-                book.counted += 0 if kind else 1
+                questions.counted += 0 if kind else 1
                 if wait is not None and wait <= 0:
                     immediate = "timeout"
             if immediate:
-                book.claimed.add(ask.id)
+                questions.claimed.add(ask.id)
             else:
                 fut = loop.create_future()
-                book.futures[ask.id] = fut
+                questions.futures[ask.id] = fut
         if fut is None:
             # Settled without waiting: no "asked" event, never pending.
             self._finish(ask, immediate, "", reply=problem)
@@ -171,13 +159,13 @@ class HumanChannel:
             await self._before_shown(ask)
             self._show(ask)
             await asyncio.wait({fut}, timeout=wait)
-            if ask.id in book.parked:  # the runtime is closing this call: it must never return to the CLI
+            if ask.id in questions.parked:  # the runtime is closing this call: it must never return to the CLI
                 await loop.create_future()
         except asyncio.CancelledError:
-            if ask.id not in book.parked and book.claim(ask.id):
+            if ask.id not in questions.parked and questions.claim(ask.id):
                 self._finish(ask, "cancelled", "")
             raise
-        if not fut.done() and book.claim(ask.id):
+        if not fut.done() and questions.claim(ask.id):
             self._finish(ask, "timeout", "")
         else:
             await fut  # someone claimed it first; their settlement is already scheduled onto this loop
@@ -220,27 +208,7 @@ class HumanChannel:
 
     async def next_ask(self, timeout: float | None = None) -> Ask | None:
         """Pull mode: the next pending question not yet pulled; None if none came within `timeout`."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while True:
-            with self._lock:
-                for a in self._questions.waiting():
-                    if a.id not in self._pulled:
-                        self._pulled.add(a.id)
-                        return a
-                waiter: asyncio.Future[None] = loop.create_future()
-                self._pull_waiters.append(waiter)
-            left = None if deadline is None else deadline - loop.time()
-            try:
-                if left is not None and left <= 0:
-                    return None
-                await asyncio.wait({waiter}, timeout=left)
-            finally:
-                with self._lock:
-                    if waiter in self._pull_waiters:
-                        self._pull_waiters.remove(waiter)
-            if not waiter.done():
-                return None
+        return await self._pullers.next(timeout)
 
     def answer(self, ask_id: str, text: str) -> bool:
         """Answer a waiting question. False if the id is unknown or the question is no longer waiting."""
@@ -321,33 +289,33 @@ class HumanChannel:
     # ----- internals --------------------------------------------------------------------------------
 
     def _remember_loop(self) -> None:
-        loop = _running_loop()
+        loop = running_loop()
         if loop is not None:
             self._loop = loop
 
     def _show(self, ask: Ask) -> None:
         """Emit a waiting ask's "asked" event and wake the pullers (``next_ask``)."""
         self._emit(ask.event(self.remaining))
-        self._wake_pullers()
+        self._pullers.wake()
 
     def _settle_from_anywhere(self, ask_id: str, state: str, answer: str) -> bool:
-        book = self._questions
+        questions = self._questions
         with self._lock:
-            if not book.claim(ask_id):
+            if not questions.claim(ask_id):
                 return False
-            keep = book.keepers.get(ask_id)
+            keep = questions.keepers.get(ask_id)
             try:
                 if keep is not None:
                     keep(state, answer)
             except OSError as exc:
                 self.ui_errors.append(exc)
-                book.claimed.discard(ask_id)
+                questions.claimed.discard(ask_id)
                 return False
-            book.keepers.pop(ask_id, None)
-            fut = book.futures[ask_id]
-            ask = next(a for a in book.asks if a.id == ask_id)
+            questions.keepers.pop(ask_id, None)
+            fut = questions.futures[ask_id]
+            ask = next(a for a in questions.asks if a.id == ask_id)
         loop = fut.get_loop()
-        if _running_loop() is loop:
+        if running_loop() is loop:
             self._finish(ask, state, answer)
             return True
         try:
@@ -373,7 +341,7 @@ class HumanChannel:
             fut = self._questions.futures.pop(ask.id, None)
         if fut is not None:
             try:
-                _release(fut)
+                release(fut)
             except RuntimeError:  # its loop is closed
                 pass
         if self.log_path is not None:
@@ -382,20 +350,6 @@ class HumanChannel:
             except OSError as exc:
                 self.ui_errors.append(exc)
         self._emit(ask.event(self.remaining))
-
-    def _wake_pullers(self) -> None:
-        with self._lock:
-            waiters, self._pull_waiters = self._pull_waiters, []
-        here = _running_loop()
-        for w in waiters:
-            loop = w.get_loop()
-            if loop is here:
-                _release(w)
-            else:
-                try:
-                    loop.call_soon_threadsafe(_release, w)
-                except RuntimeError:
-                    pass
 
     def _emit(self, event: Event) -> None:
         callback = self.on_event
@@ -409,7 +363,7 @@ class HumanChannel:
     def _emit_on_loop(self, event: Event) -> None:
         """Emit on the run's loop thread when called from elsewhere (on_event is loop-thread only)."""
         loop = self._loop
-        if loop is None or not loop.is_running() or _running_loop() is loop:
+        if loop is None or not loop.is_running() or running_loop() is loop:
             self._emit(event)
             return
         try:

@@ -1,8 +1,9 @@
 """Questions: what a HumanChannel knows about its asks, shared by the channel and its two collaborators.
 
-    HumanChannel  ask · answer · decline · next_ask ──┐
-    Approver      approve · pending        (approval.py) ├─▶ Questions: one lock over the asks, their waiters,
-    Parking       park · settled · restore (parked.py)  ┘    the claimed, the parked, the keepers, the count
+    HumanChannel  ask · answer · decline ───────────────┐
+    Pullers       next_ask (pull mode, below)           ├─▶ Questions: one lock over the asks, their waiters,
+    Approver      approve · pending        (approval.py) │    the claimed, the parked, the keepers, the count
+    Parking       park · settled · restore (parked.py)  ┘
 
 An outcome is decided once: ``claim`` lets the first caller through and refuses every later one (an
 answer racing a timeout, a click racing a withdraw). Answers arrive from any thread, so every field is
@@ -26,6 +27,18 @@ Keeper = Callable[[str, str], None]
 Settle = Callable[[str, str, str], bool]
 # finish(ask, state, answer): apply a decided outcome on the ask's loop (record, release, log, emit).
 Finish = Callable[[Ask, str, str], None]
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def release(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 @dataclass(eq=False)
@@ -72,3 +85,52 @@ class Questions:
         """Asks still waiting for an outcome, oldest first."""
         with self.lock:
             return [a for a in self.asks if a.state == "asked" and a.id not in self.claimed]
+
+
+class Pullers:
+    """Pull mode (``HumanChannel.next_ask``): each waiting ask goes to one puller; a new ask wakes them all."""
+
+    def __init__(self, questions: Questions) -> None:
+        self._questions = questions
+        self._pulled: set[str] = set()
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def next(self, timeout: float | None = None) -> Ask | None:
+        """The next waiting ask not yet pulled; None if none came within ``timeout``."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        lock = self._questions.lock
+        while True:
+            with lock:
+                for a in self._questions.waiting():
+                    if a.id not in self._pulled:
+                        self._pulled.add(a.id)
+                        return a
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._waiters.append(waiter)
+            left = None if deadline is None else deadline - loop.time()
+            try:
+                if left is not None and left <= 0:
+                    return None
+                await asyncio.wait({waiter}, timeout=left)
+            finally:
+                with lock:
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
+            if not waiter.done():
+                return None
+
+    def wake(self) -> None:
+        """A question is waiting: every puller looks again (each on its own loop)."""
+        with self._questions.lock:
+            waiters, self._waiters = self._waiters, []
+        here = running_loop()
+        for w in waiters:
+            loop = w.get_loop()
+            if loop is here:
+                release(w)
+            else:
+                try:
+                    loop.call_soon_threadsafe(release, w)
+                except RuntimeError:
+                    pass
