@@ -10,7 +10,8 @@ key, so later edits of that key edit the same platform message(s).
 Failure policy: TransientSurfaceError is retried with backoff (honouring retry_after). A
 PermanentSurfaceError drops an ordinary message (reported through on_error, counted in
 stats.dropped) but an `important` one (ask cards, the summary) keeps being retried, for up to
-`important_give_up_s` (10 minutes by default), so it survives anything short of an outage.
+`important_give_up_s` (10 minutes by default), so it survives anything short of an outage. These
+numbers, and how much it queues and remembers, are one `OutboxBounds` value.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from adapters.platform import (
 from adapters.ratelimit import RateBudget
 from adapters.textsplit import neutralize_mentions, split_text
 
-__all__ = ["MessageIds", "Outbox", "OutboxStats"]
+__all__ = ["MessageIds", "Outbox", "OutboxBounds", "OutboxStats"]
 
 log = logging.getLogger(__name__)
 _CONTINUED = "(continued above)"
@@ -57,6 +58,17 @@ class OutboxStats:
     coalesced: int = 0  # messages folded into another before sending (same key, or merged prose)
 
 
+@dataclasses.dataclass(frozen=True)
+class OutboxBounds:
+    """How much an outbox queues and remembers, and how long it keeps trying."""
+
+    max_prose: int = 200  # prose messages queued at most; older ones are dropped past it
+    give_up_s: float = 120.0  # how long an ordinary message is retried
+    important_give_up_s: float = 600.0  # how long an important one (ask cards, the summary) is retried
+    backoff_max_s: float = 30.0  # the longest wait between two tries
+    max_known: int = 2048  # keys whose platform message ids are kept in memory (the rest: the store)
+
+
 class Outbox:
     def __init__(self, surface: Surface, thread: ThreadRef, *, clock: Callable[[], float] = time.monotonic,
                  sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep,
@@ -64,21 +76,21 @@ class Outbox:
                  on_error: Callable[[OutMessage, BaseException], object] | None = None,
                  on_sent: Callable[[OutMessage, str], object] | None = None,
                  store: MessageIds | None = None, budget: RateBudget | None = None,
-                 max_prose: int = 200, give_up_s: float = 120.0, important_give_up_s: float = 600.0,
-                 backoff_max_s: float = 30.0, max_known: int = 2048) -> None:
+                 bounds: OutboxBounds = OutboxBounds()) -> None:
         self.surface, self.thread = surface, thread
         self.limits = limits or surface.limits
         self.stats = OutboxStats()
         self._clock, self._sleeper = clock, sleeper
         self._on_error, self._on_sent, self._store = on_error, on_sent, store
         self._budget = budget or RateBudget(self.limits, clock)
-        self._max_prose, self._give_up_s, self._important_give_up_s = max_prose, give_up_s, important_give_up_s
-        self._backoff_max_s = backoff_max_s
+        self._max_prose, self._give_up_s, self._important_give_up_s = (
+            bounds.max_prose, bounds.give_up_s, bounds.important_give_up_s)
+        self._backoff_max_s = bounds.backoff_max_s
         self._pending: list[OutMessage] = []
         # key -> platform ids of its chunks (first = the key's message). Bounded: a run posts an unbounded
         # number of keys but edits only recent ones; a forgotten key is looked up in the store again.
-        self._ids: LRU[str, list[str]] = LRU(max_known)
-        self._absent: LRU[str, bool] = LRU(max_known)  # keys the store did not know (saves a lookup)
+        self._ids: LRU[str, list[str]] = LRU(bounds.max_known)
+        self._absent: LRU[str, bool] = LRU(bounds.max_known)  # keys the store did not know (saves a lookup)
         self._closed = False
         self._task: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from adapters.terminal import Render
-from bots.terminal_run import language_of, run_starter
+from bots.terminal_run import GO_DRIVE, StarterChoices, language_of, run_starter
 from flower_core.devmodel import ModelDouble
 
 DEMO_TASK = "Write a short greeting note in notes.md, then have a worker count its words."
@@ -34,7 +35,8 @@ async def run_demo(args: argparse.Namespace) -> int:
         render.say("- unattended: questions settle at once and it decides for itself", "dim")
     with tempfile.TemporaryDirectory(prefix="flower-demo-cli-") as config_dir:
         async with ModelDouble(args.scenario) as md:
-            return await run_starter(args.task or DEMO_TASK, workspace=workspace, run_dir=run_dir,
-                                     timeout_s=timeout, max_asks=None if args.asks < 0 else args.asks,
-                                     window=args.window, handoff=not args.no_handoff, env=md.env(config_dir),
-                                     render=render, budget_usd=args.budget, language=language_of(args.lang))
+            flow = StarterChoices(timeout_s=timeout, max_asks=None if args.asks < 0 else args.asks,
+                                  budget_usd=args.budget, language=language_of(args.lang))
+            drive = replace(GO_DRIVE, window=args.window, handoff=not args.no_handoff, env=md.env(config_dir))
+            return await run_starter(args.task or DEMO_TASK, workspace=workspace, run_dir=run_dir, flow=flow,
+                                     drive=drive, render=render)

@@ -26,7 +26,15 @@ from pathlib import Path
 from adapters.terminal import EXIT_INTERRUPTED, Render
 from bots import env_files, setup_cmd
 from bots.credentials import has_credentials
-from bots.terminal_run import UsageError, check_budget, drive_workflow, language_of, run_starter
+from bots.terminal_run import (
+    DriveChoices,
+    StarterChoices,
+    UsageError,
+    check_budget,
+    drive_workflow,
+    language_of,
+    run_starter,
+)
 
 EXIT_USAGE = 2
 COMMANDS = ("go", "run", "once", "demo", "setup")
@@ -194,13 +202,13 @@ def _ask_for_task() -> str:
 
 
 async def _go(args: argparse.Namespace) -> int:
+    flow = StarterChoices(timeout_s=args.timeout, max_asks=None if args.asks < 0 else args.asks,
+                          budget_usd=args.budget, approve=args.approve, rounds=args.rounds, goal=not args.no_goal,
+                          clarify_only=args.clarify_only, new=args.new, isolate=args.isolate,
+                          judge_can_run=args.judge_can_run, language=language_of(args.lang))
+    drive = DriveChoices(window=args.window, handoff=not args.no_handoff, trim=not args.no_trim)
     return await run_starter(args.task, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir),
-                             timeout_s=args.timeout, max_asks=None if args.asks < 0 else args.asks,
-                             window=args.window, handoff=not args.no_handoff, budget_usd=args.budget,
-                             approve=args.approve, rounds=args.rounds, goal=not args.no_goal,
-                             clarify_only=args.clarify_only, new=args.new, isolate=args.isolate,
-                             judge_can_run=args.judge_can_run, trim=not args.no_trim,
-                             language=language_of(args.lang))
+                             flow=flow, drive=drive)
 
 
 async def _run(args: argparse.Namespace) -> int:

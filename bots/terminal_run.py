@@ -1,10 +1,17 @@
-"""A workflow driven through the terminal front end: `flower go`, `flower run` and `flower demo` end here."""
+"""A workflow driven through the terminal front end: `flower go`, `flower run` and `flower demo` end here.
+
+    flower go / demo ─▶ run_starter(task, workspace, run_dir, flow=StarterChoices, drive=DriveChoices)
+                          │ starter_flow(task, …what StarterChoices says)
+    flower run ───────────┴▶ drive_workflow(wf, workspace, run_dir, drive=DriveChoices)
+                                 Runtime + Oracle (as DriveChoices says) ─▶ adapters.terminal.Controller
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,39 +58,68 @@ def approvals_of(approve: str) -> dict[str, Any] | None:
     return {"ask_tools": list(tools)}
 
 
-async def run_starter(task: str, *, workspace: Path, run_dir: Path, timeout_s: float, max_asks: int | None,
-                      window: int | None, handoff: bool, env: dict[str, str] | None = None,
-                      render: Render | None = None, budget_usd: float | None = None, approve: str = "",
-                      rounds: int = 3, goal: bool = True, clarify_only: bool = False, new: bool = False,
-                      isolate: bool = False, judge_can_run: bool = False, trim: bool = True,
-                      language: str = "en") -> int:
-    """Build starter_flow + Runtime + Oracle and drive them through the terminal. Returns the exit code.
-    ``approve``: the tools to ask about at the prompt before they run ("bash,edits"). ``rounds`` … ``judge_can_run``
-    go to starter_flow; ``trim`` to the Runtime (on by default here, as the original's `go`); ``language`` is
-    what the agent is told things in (flower_core.lang; English here, the framework's own default is Chinese)."""
+@dataclass(frozen=True)
+class StarterChoices:
+    """What `flower go` (and the demo) chooses of starter_flow: how questions wait, the caps, the shape.
+
+    ``approve``: the tools to ask about at the prompt before they run ("bash,edits"); ``rounds`` …
+    ``judge_can_run`` go to starter_flow as they are; ``language`` is what the agent is told things in
+    (flower_core.lang; English here, the framework's own default is Chinese)."""
+
+    timeout_s: float = 1800.0
+    max_asks: int | None = None
+    budget_usd: float | None = None
+    approve: str = ""
+    rounds: int = 3
+    goal: bool = True
+    clarify_only: bool = False
+    new: bool = False
+    isolate: bool = False
+    judge_can_run: bool = False
+    language: str = "en"
+
+
+@dataclass(frozen=True)
+class DriveChoices:
+    """How the Runtime that drives a workflow in the terminal is built: its context ``window`` (None: the
+    Runtime's default), ``handoff``, the CLI's ``env`` (None: this process's), ``trim`` (trimming store)."""
+
+    window: int | None = None
+    handoff: bool = True
+    env: dict[str, str] | None = None
+    trim: bool = False
+
+
+# `flower go` trims, as the original's `go` does; `flower run` drives a workflow as given.
+GO_DRIVE = DriveChoices(trim=True)
+
+
+async def run_starter(task: str, *, workspace: Path, run_dir: Path, flow: StarterChoices = StarterChoices(),
+                      drive: DriveChoices = GO_DRIVE, render: Render | None = None) -> int:
+    """Build starter_flow (as ``flow`` says) + Runtime + Oracle (as ``drive`` says) and drive them through
+    the terminal. Returns the exit code."""
     from adapters.transport.plan import BOT_STEPS
     from flower_core import BudgetError, starter_flow
 
     render = render or Render()
-    check_budget(budget_usd)
-    approvals = approvals_of(approve)
+    check_budget(flow.budget_usd)
+    approvals = approvals_of(flow.approve)
     workspace.mkdir(parents=True, exist_ok=True)
     try:
-        wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=timeout_s, max_asks=max_asks,
-                          budget_usd=budget_usd, approvals=approvals, rounds=rounds, goal=goal,
-                          clarify_only=clarify_only, new=new, isolate=isolate, judge_can_run=judge_can_run,
-                          step_names=BOT_STEPS, language=language)
+        wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=flow.timeout_s,
+                          max_asks=flow.max_asks, budget_usd=flow.budget_usd, approvals=approvals, rounds=flow.rounds,
+                          goal=flow.goal, clarify_only=flow.clarify_only, new=flow.new, isolate=flow.isolate,
+                          judge_can_run=flow.judge_can_run, step_names=BOT_STEPS, language=flow.language)
     except BudgetError as exc:
         raise UsageError(f"flower: {exc}") from exc
     except ValueError as exc:
-        if isolate and "git" in str(exc):  # --isolate outside a git work tree: say so, touch nothing
+        if flow.isolate and "git" in str(exc):  # --isolate outside a git work tree: say so, touch nothing
             raise UsageError(f"flower: {exc}") from exc
         raise _nothing_to_do() from exc
-    if timeout_s > 0 and not (sys.stdin is not None and sys.stdin.isatty()):
+    if flow.timeout_s > 0 and not (sys.stdin is not None and sys.stdin.isatty()):
         render.say("! stdin is not a terminal: nobody can answer questions here. Add --timeout 0 to let it "
                    "decide for itself.", "warn")
-    return await drive_workflow(wf, workspace=workspace, run_dir=run_dir, window=window, handoff=handoff, env=env,
-                                render=render, trim=trim)
+    return await drive_workflow(wf, workspace=workspace, run_dir=run_dir, drive=drive, render=render)
 
 
 def _nothing_to_do() -> UsageError:
@@ -91,11 +127,11 @@ def _nothing_to_do() -> UsageError:
                       'report", or run it in a workspace with an earlier brief to continue.')
 
 
-async def drive_workflow(wf: Any, *, workspace: Path, run_dir: Path, window: int | None = None,
-                         handoff: bool = True, env: dict[str, str] | None = None, render: Render | None = None,
-                         trim: bool = False) -> int:
+async def drive_workflow(wf: Any, *, workspace: Path, run_dir: Path, drive: DriveChoices = DriveChoices(),
+                         render: Render | None = None) -> int:
     """A Runtime + Oracle for ``wf`` (its own workbench and channel, when it has them), driven through the
     terminal: `flower go` and `flower run` both end here. Returns the exit code."""
+    env = drive.env
     from adapters.transport.engine import bridge_resilience
     from flower_core import Oracle, Runtime
 
@@ -103,10 +139,10 @@ async def drive_workflow(wf: Any, *, workspace: Path, run_dir: Path, window: int
     workspace.mkdir(parents=True, exist_ok=True)
     workbench = getattr(wf, "workbench", None)
     runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": workbench,
-                                      "handoff": handoff, "env": env, "resilience": bridge_resilience(),
-                                      "trim": trim}
-    if window:
-        runtime_kwargs["window"] = window
+                                      "handoff": drive.handoff, "env": env, "resilience": bridge_resilience(),
+                                      "trim": drive.trim}
+    if drive.window:
+        runtime_kwargs["window"] = drive.window
     rt = Runtime(**runtime_kwargs)
     oracle = Oracle(workspace=workspace, run_dir=run_dir, workbench=workbench, env=env,
                     budget=getattr(wf, "budget", None))

@@ -79,11 +79,11 @@ def json_safe(value: Any, depth: int = 12) -> Any:
         return f"<{t.__name__}>"
 
 
-def _key(k: Any) -> str:
+def _key(k: object) -> str:
     return k if type(k) is str else short_str(k)
 
 
-def short_str(value: Any, limit: int = 200) -> str:
+def short_str(value: object, limit: int = 200) -> str:
     """str(value) cut to limit, and never an exception (a broken __str__ gives '<TypeName>')."""
     try:
         s = value if type(value) is str else str(value)
@@ -95,7 +95,7 @@ def short_str(value: Any, limit: int = 200) -> str:
 _CONTEXT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
-def context_of(usage: Any) -> int:
+def context_of(usage: object) -> int:
     """Context level of one model turn: input + cache_read + cache_creation tokens; 0 when missing or malformed."""
     if not isinstance(usage, dict):
         return 0

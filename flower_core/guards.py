@@ -19,11 +19,12 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import AgentDefinition, HookMatcher
+    from claude_agent_sdk import AgentDefinition, HookContext, HookMatcher
 
     from flower_core.workbench import Workbench
 
@@ -47,7 +48,11 @@ _SAFE_REDIRECT = re.compile(r"\s*(?:[12]?>&[12]|&>\s*/dev/null|[12]?>\s*/dev/nul
 _SEPARATORS = re.compile(r"&&|\|\||;|\|")
 
 
-def _is_main_thread(data: Any) -> bool:
+# A hook's input as the guards read it: the SDK's HookInput (a TypedDict per hook event), read by key.
+HookData = Mapping[str, Any]
+
+
+def _is_main_thread(data: HookData | None) -> bool:
     return not (data or {}).get("agent_id")
 
 
@@ -106,7 +111,7 @@ def whitelist_guard(allowed: list[str] | None, *, role: str = "这个角色") ->
     if not banned:
         return None
 
-    async def hook(data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def hook(data: HookData, tool_use_id: str | None, context: HookContext) -> Any:
         if not _is_main_thread(data):
             return {}
         tool = data.get("tool_name", "")
@@ -120,7 +125,7 @@ def delegate_guard(*, tools: str = HANDS_ON, allow_glance: bool = False) -> Hook
     """The main thread doing hands-on work is refused and told to dispatch a worker instead."""
     from claude_agent_sdk import HookMatcher
 
-    async def hook(data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def hook(data: HookData, tool_use_id: str | None, context: HookContext) -> Any:
         if not _is_main_thread(data):
             return {}
         tool = data.get("tool_name", "")
@@ -145,7 +150,7 @@ def index_guard(workbench: Workbench) -> HookMatcher:
     """A Write/Edit that lands in the workbench refreshes its INDEX.md; changes nothing else."""
     from claude_agent_sdk import HookMatcher
 
-    async def hook(data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def hook(data: HookData, tool_use_id: str | None, context: HookContext) -> Any:
         target = str((data.get("tool_input") or {}).get("file_path", ""))
         if target and _inside(Path(target), workbench.root):
             workbench.refresh()
@@ -168,7 +173,7 @@ def spill_guard(workbench: Workbench, *, threshold: int = 4000, tools: str = BUL
         return (f"[{len(text)} characters spilled to {workbench.show(path)}; read it with Read if you need more]\n"
                 f"{text[:SPILL_HEAD]}")
 
-    def trimmed(value: Any) -> tuple[Any, bool]:
+    def trimmed(value: object) -> tuple[Any, bool]:
         if isinstance(value, str):
             return (spill(value), True) if len(value) >= threshold else (value, False)
         if isinstance(value, dict):
@@ -179,7 +184,7 @@ def spill_guard(workbench: Workbench, *, threshold: int = 4000, tools: str = BUL
             return out, changed
         return value, False  # lists may hold image blocks: never touched
 
-    async def hook(data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def hook(data: HookData, tool_use_id: str | None, context: HookContext) -> Any:
         if main_only and not _is_main_thread(data):
             return {}
         path = str((data.get("tool_input") or {}).get("file_path", ""))
@@ -194,7 +199,7 @@ def spill_guard(workbench: Workbench, *, threshold: int = 4000, tools: str = BUL
     return HookMatcher(matcher=tools, hooks=[hook])
 
 
-def is_spill_guard(matcher: Any) -> bool:
+def is_spill_guard(matcher: object) -> bool:
     """Is this hook matcher one ``spill_guard`` made?"""
     return any(getattr(h, _SPILL_MARK, False) for h in getattr(matcher, "hooks", None) or [])
 
@@ -213,11 +218,13 @@ def wants_isolation(agent: AgentDefinition | None) -> bool:
     return bool(getattr(agent, _MARK, False)) if agent is not None else False
 
 
-def isolate_guard(agents: dict[str, AgentDefinition], *, on_inject: Any = None) -> HookMatcher:
-    """An Agent call for an isolated() role, with neither cwd nor isolation given, gets isolation=worktree."""
+def isolate_guard(agents: dict[str, AgentDefinition], *,
+                  on_inject: Callable[..., object] | None = None) -> HookMatcher:
+    """An Agent call for an isolated() role, with neither cwd nor isolation given, gets isolation=worktree;
+    ``on_inject(subagent_type, description)`` is told when it does."""
     from claude_agent_sdk import HookMatcher
 
-    async def hook(data: Any, tool_use_id: str | None, context: Any) -> Any:
+    async def hook(data: HookData, tool_use_id: str | None, context: HookContext) -> Any:
         if data.get("tool_name") != "Agent":
             return {}
         tool_input = dict(data.get("tool_input") or {})

@@ -13,7 +13,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from flower_core import roles
+import flower_core.roles as roles
 from flower_core.events import Event
 from flower_core.payloads import AskPayload, StepPayload, ThreadPayload, ToolResultPayload
 

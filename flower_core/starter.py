@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from flower_core import roles
+import flower_core.roles as roles
 from flower_core.documents import Verdict, brief_missing, goal_complete
 from flower_core.lang import Catalogue, catalogue
 from flower_core.lineage import Lineage
@@ -179,9 +179,23 @@ def _is_git_work_tree(path: Path) -> bool:
     return done.returncode == 0 and done.stdout.strip() == "true"
 
 
-def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, goal: bool, rounds: int,
-               names: StepNames, isolate: bool = False, judge_can_run: bool = False) -> Step:
+@dataclass(frozen=True)
+class WorkChoices:
+    """How the work step is built (starter_flow's flags): judged against the goal (``goal``, at most ``rounds``
+    rounds), each worker in a git worktree of its own (``isolate``), the judge allowed to run commands
+    (``judge_can_run``)."""
+
+    goal: bool = True
+    rounds: int = 3
+    isolate: bool = False
+    judge_can_run: bool = False
+
+
+def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, names: StepNames,
+               choices: WorkChoices) -> Step:
     from flower_core.guards import isolate_guard, isolated, merge_hooks
+
+    goal, rounds, isolate = choices.goal, choices.rounds, choices.isolate
 
     hand = roles.worker("Does the hands-on work: reads, writes, runs commands and checks results. "
                         "Give it one self-contained piece at a time.", worker_prompt, channel=channel)
@@ -201,7 +215,7 @@ def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, 
     step = Step(names.work, spec, prompt, resume_prompt=(f"{remark}\n\n{WORK_RESUME}" if remark else WORK_RESUME))
     if goal:
         judge = roles.judge()
-        if judge_can_run:  # it may run the checks (tests, builds); Write/Edit still do not exist for it
+        if choices.judge_can_run:  # it may run the checks (tests, builds); Write/Edit still do not exist for it
             judge = replace(judge, tools=[*(judge.tools or []), "Bash"], allowed_tools=[*judge.allowed_tools, "Bash"])
         gate = JudgeGate(_reach(judge, wb), wb.goal, step=names.work, goal_key=names.goal)
         step.gate, step.on_reject, step.retries = gate, gate.feedback, max(0, rounds - 1)
@@ -270,6 +284,6 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     if not clarify_only:
         if goal:
             steps.append(_goal_step(channel, wb, always_set=bool(remark), names=names, lang=lang))
-        steps.append(_work_step(channel, wb, remark, worker_prompt=worker_prompt, goal=goal, rounds=rounds,
-                                names=names, isolate=isolate, judge_can_run=judge_can_run))
+        work = WorkChoices(goal=goal, rounds=rounds, isolate=isolate, judge_can_run=judge_can_run)
+        steps.append(_work_step(channel, wb, remark, worker_prompt=worker_prompt, names=names, choices=work))
     return Workflow(steps, name="starter", channel=channel, workbench=wb, budget=budget)

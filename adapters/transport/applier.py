@@ -14,6 +14,9 @@ The holder's engine gives it the run's question channel, runtime and oracle, and
    the model took, interrupts that found it running;
 4. **run end**: everything left is settled (done when applied, moot when the run never used it);
    not when the holder is going away (the next holder replays it).
+
+What it uses of the run is two Protocols: `Answering` (the question channel: a HumanChannel) and
+`Interrupting` (the runtime: a Runtime); a run without a channel passes None.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Protocol
 
+import adapters.transport.replay as _replay
 from adapters.chores import Chores
-from adapters.transport import replay as _replay
 from adapters.transport.intents import Intent, IntentReply, Op, RunLog, Settled, mail_id_for
-from flower_core import Event, Lineage
+from flower_core import Ask, Event, Lineage, Mail
 from flower_core.payloads import AskPayload, MailPayload
 from flower_core.runtime.transcript import SessionFacts
 
@@ -38,8 +41,32 @@ def _squash(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+class Answering(Protocol):
+    """The run's question channel as the applier uses it (a HumanChannel). Optional: ``answered_by``
+    (a dict, squashed question -> who settled it), filled in when the channel has it."""
+
+    def pending(self) -> list[Ask]: ...
+
+    def answer(self, ask_id: str, text: str) -> bool: ...
+
+    def decline(self, ask_id: str, reason: str = "") -> bool: ...
+
+    def send(self, text: str, *, mail_id: str | None = None) -> Mail | None: ...
+
+    def requeue(self, kept: list[str] | list[tuple[str, str]]) -> list[Mail]: ...
+
+
+class Interrupting(Protocol):
+    """The run's runtime as the applier uses it (a Runtime). Optional: ``workspace`` and ``run_dir`` (where
+    the run's stored sessions are; without them nothing is replayed against them) and ``take_unread()``."""
+
+    async def session_facts(self, session_ids: Iterable[str]) -> SessionFacts: ...
+
+    def interrupt(self, message: str = "") -> bool: ...
+
+
 class Applier:
-    def __init__(self, run_id: str, *, channel: Any, runtime: Any, log_: RunLog | None,
+    def __init__(self, run_id: str, *, channel: Answering | None, runtime: Interrupting, log_: RunLog | None,
                  ask_oracle: Callable[[str], Awaitable[str]], cancel: Callable[[str], bool],
                  emit: Callable[[Event], None]) -> None:
         self.run_id, self.channel, self.runtime, self.log = run_id, channel, runtime, log_
@@ -174,13 +201,19 @@ class Applier:
                 return IntentReply(kept=True)
             self._settle(intent.iid, Settled.REFUSED)
             return IntentReply(ok=False)
-        settle = self.channel.answer if intent.op is Op.ANSWER else self.channel.decline
-        if not settle(target, intent.text):
+        if not self._decide(intent, target):
             self._settle(intent.iid, Settled.REFUSED)
             return IntentReply(ok=False)
         self._answered.add(intent.iid)
         self._name_answerer(intent)
         return IntentReply()
+
+    def _decide(self, intent: Intent, ask_id: str) -> bool:
+        """Answer (or decline) question ``ask_id`` with the intent's words; False when it is no longer waiting."""
+        if self.channel is None:
+            return False
+        settle = self.channel.answer if intent.op is Op.ANSWER else self.channel.decline
+        return settle(ask_id, intent.text)
 
     def _name_answerer(self, intent: Intent) -> None:
         """Tell the channel who settled a question, for a note the model may read about it (handover.py)."""
@@ -232,8 +265,7 @@ class Applier:
     def _give(self, intents: list[Intent], ask_id: str) -> None:
         """Answers for a restored question: the first that applies wins, the others are refused."""
         for intent in intents:
-            settle = self.channel.answer if intent.op is Op.ANSWER else self.channel.decline
-            if self.channel is not None and settle(ask_id, intent.text):
+            if self._decide(intent, ask_id):
                 self._answered.add(intent.iid)
                 self._name_answerer(intent)
             else:

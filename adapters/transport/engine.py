@@ -24,7 +24,7 @@ from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
 from adapters.transport.intents import Intent, IntentReply, RunLog
 from adapters.transport.plan import RunFactory, RunPlan, build_workflow, default_factory
-from flower_core import AgentSpec, Event, HandoffPolicy, Oracle, ParkPolicy, Resilience, Runtime, Workflow
+from flower_core import AgentSpec, Event, HandoffPolicy, Oracle, ParkPolicy, Resilience, Runtime, Step, Workflow
 from flower_core.payloads import AskPayload, StepPayload
 from flower_core.runtime.handoff import interrupt_prompt
 
@@ -73,8 +73,8 @@ class RunEngine:
 
     holder = ""
 
-    def __init__(self, run_id: str, workflow: Workflow, runtime: Any, sink: RunSink, *, oracle: Any = None,
-                 log: RunLog | None = None) -> None:
+    def __init__(self, run_id: str, workflow: Workflow, runtime: Runtime, sink: RunSink, *,
+                 oracle: Oracle | None = None, log: RunLog | None = None) -> None:
         self.run_id = run_id
         self.workflow, self.runtime, self.oracle, self.sink = workflow, runtime, oracle, sink
         self.channel = workflow.channel
@@ -119,7 +119,7 @@ class RunEngine:
         except Exception as exc:
             log.warning("run %s: event %s not passed on: %r", self.run_id, ev.kind, exc)
 
-    def _on_step(self, step: Any, result: Any) -> None:
+    def _on_step(self, step: Step, result: object) -> None:
         if str(getattr(step, "name", "")) not in self._reused:  # a reused step ran nothing in this process
             self.applier.step_done()
         self.sink.step_done(str(getattr(step, "name", "")))

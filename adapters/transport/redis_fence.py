@@ -34,9 +34,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.transport import wire
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.asyncio.client import Pipeline
 
 _CLOCK = """
 local function now_ms()
@@ -203,7 +207,7 @@ class Taken:
 class Fence:
     """The scripts, registered on one client. Each call returns what the table above says."""
 
-    def __init__(self, redis: Any, keys: wire.Keys) -> None:
+    def __init__(self, redis: Redis, keys: wire.Keys) -> None:
         self.r, self.keys = redis, keys
         self._beat, self._take = redis.register_script(_BEAT), redis.register_script(_TAKE)
         self._publish, self._end = redis.register_script(_PUBLISH), redis.register_script(_END)
@@ -247,12 +251,12 @@ class Fence:
                                         args=[wire.WORK_GROUP, me, entry_id]))
 
     # ---- a holder's writes ----------------------------------------------------------------------
-    def publish(self, pipe: Any, run_id: str, gen: int, fields: dict[str, str], maxlen: int) -> Any:
+    def publish(self, pipe: Pipeline, run_id: str, gen: int, fields: dict[str, str], maxlen: int) -> Any:
         """Queued on `pipe` (its result: 1 written, 0 refused)."""
         flat = [part for kv in fields.items() for part in kv]
         return self._publish(keys=[self.keys.run(run_id), self.keys.events], args=[gen, maxlen, *flat], client=pipe)
 
-    def end(self, pipe: Any, run_id: str, gen: int, entry_id: str, fields: dict[str, str], maxlen: int,
+    def end(self, pipe: Pipeline, run_id: str, gen: int, entry_id: str, fields: dict[str, str], maxlen: int,
             keep_s: int, *, cursor: str, refusal: str, refused_as: str) -> Any:
         """Queued on `pipe` (its result: 0 refused, else 1 + how many late intents it refused)."""
         k = self.keys

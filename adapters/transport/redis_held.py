@@ -1,11 +1,11 @@
 """One run a worker holds: its fence (gen), its sink onto the events stream, and the engine calls.
 
 `Held` is the worker's record of a run it holds; `HeldSink` is the run's RunSink (everything goes out
-on the events stream through the worker's ordered publisher). The two places the worker touches
-the engine are here, together (`build_engine`, `apply_intent`): an engine built with the run's log
-(`kit.build(..., log=HeldLog)`) replays the log's unsettled intents itself and settles each once
-its effect is durable (adapters/transport/applier.py); the worker hands it every new intent
-(`engine.apply(intent) -> IntentReply`).
+on the events stream through the worker's ordered publisher: a `Publisher`, the RedisWorker). The two
+places the worker touches the engine are here, together (`build_engine`, `apply_intent`): an engine
+built with the run's log (`kit.build(..., log=HeldLog)`) replays the log's unsettled intents itself
+and settles each once its effect is durable (adapters/transport/applier.py); the worker hands it
+every new intent (`engine.apply(intent) -> IntentReply`).
 """
 
 from __future__ import annotations
@@ -13,19 +13,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from adapters.transport import wire
 from adapters.transport.base import RunEnd
-from adapters.transport.engine import EngineKit
+from adapters.transport.engine import EngineKit, RunEngine
 from adapters.transport.intents import Intent, IntentReply, Op, Settled
 from adapters.transport.plan import RunPlan
 from adapters.transport.redis_log import HeldLog, Logged
 from flower_core import Event
 from flower_core.payloads import AskPayload, BudgetPayload, SystemPayload
-
-if TYPE_CHECKING:
-    from adapters.transport.redis_worker import RedisWorker
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +34,7 @@ class Held:
     run_id: str
     gen: int
     entry_id: str
-    engine: Any = None
+    engine: RunEngine | None = None
     sink: HeldSink | None = None
     log: HeldLog | None = None
     store: Any = None  # the run's fenced session store view (None: the kit has no Redis store)
@@ -60,10 +57,26 @@ class Held:
         return not (self.superseded or self.ended)
 
 
+class Publisher(Protocol):
+    """What a held run's sink uses of its worker (the RedisWorker)."""
+
+    name: str
+
+    def publish(self, held: Held, fields: dict[str, str], *, ending: bool = False) -> None:
+        """Queue an entry for the events stream (the worker's ordered publisher)."""
+        ...
+
+    def room_changed(self) -> None:
+        """A run parked or unparked: the worker's room for more runs changed."""
+        ...
+
+    async def ended(self, held: Held, end: RunEnd) -> None: ...
+
+
 class HeldSink:
     """The RunSink of a held run: everything goes out on the events stream, in order."""
 
-    def __init__(self, worker: RedisWorker, held: Held) -> None:
+    def __init__(self, worker: Publisher, held: Held) -> None:
         self.worker, self.held = worker, held
         # What a front that starts following the run late needs to show it: see replay().
         self.step: Event | None = None
@@ -111,7 +124,7 @@ class HeldSink:
 
 
 # ---- the engine calls -------------------------------------------------------------------------------
-def build_engine(kit: EngineKit, held: Held, plan: RunPlan) -> Any:
+def build_engine(kit: EngineKit, held: Held, plan: RunPlan) -> RunEngine:
     """The run's engine, given the run's log (fenced by this holder's gen)."""
     assert held.sink is not None
     return kit.build(held.run_id, plan, held.sink, log=held.log)

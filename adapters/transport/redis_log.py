@@ -21,11 +21,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.hop import hop
 from adapters.transport import wire
 from adapters.transport.intents import Intent, Settled
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class HeldLog:
             pass
 
     @classmethod
-    async def load(cls, redis: Any, keys: wire.Keys, run_id: str, gen: int,
+    async def load(cls, redis: Redis, keys: wire.Keys, run_id: str, gen: int,
                    write: Callable[[str, Settled], None]) -> tuple[HeldLog, str]:
         """The log as Redis has it now, and the stream id new entries are read after."""
         async with redis.pipeline(transaction=True) as pipe:

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from adapters.transport.intents import Intent, Op, mail_id_for
 from adapters.view.approval_card import APPROVAL
+from flower_core.runtime.transcript import SessionFacts
 
 # Clocks of two processes on one machine agree; across machines allow this much skew.
 CLOCK_SKEW_S = 5.0
@@ -54,8 +54,8 @@ class Replay:
                     self.moot))
 
 
-def plan(intents: list[Intent], facts: Any) -> Replay:
-    """Sort unsettled intents (oldest first) against ``facts`` (a flower_core SessionFacts)."""
+def plan(intents: list[Intent], facts: SessionFacts) -> Replay:
+    """Sort unsettled intents (oldest first) against ``facts`` (what the stored sessions say reached the model)."""
     out = Replay()
     words: dict[str, list[Intent]] = defaultdict(list)
     for intent in intents:

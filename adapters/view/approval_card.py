@@ -12,16 +12,14 @@ first two options; "Deny…" opens the words form (what the agent reads). Pure: 
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import adapters.view.fmt as fmt
 from adapters.ids import encode
 from adapters.platform import Button, OutMessage
 from adapters.platform.messages import FileRef
-from adapters.view import fmt
+from adapters.view.card import AskCard
 from adapters.view.shares import human_size
-
-if TYPE_CHECKING:
-    from adapters.view.asks import AskCard
 
 APPROVAL = "approval"
 DIFF_KEYS = ("diff_file", "diff_lines", "diff_bytes")  # the whole diff the core wrote (approval_diff.py)

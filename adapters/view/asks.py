@@ -11,13 +11,11 @@ drawn as its own card — the figures, one button per raise and Stop, words for 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
+import adapters.view.fmt as fmt
 from adapters.ids import encode
 from adapters.platform import Button, OutMessage
-from adapters.view import fmt
 from adapters.view.approval_card import APPROVAL, render_approval
+from adapters.view.card import AskCard
 
 MAX_OPTION_BUTTONS = 20  # leaves room for "answer in words" and "decline" under every platform's cap
 LABEL_MAX = 70
@@ -35,28 +33,6 @@ OUTCOMES: dict[str, tuple[str, str]] = {
 
 def ask_key(card_id: str) -> str:
     return f"ask:{card_id}"
-
-
-@dataclass
-class AskCard:
-    card_id: str
-    ask_id: str
-    question: str
-    options: list[str] = field(default_factory=list)
-    state: str = "asked"
-    answer: str = ""
-    by: str = ""  # the user who answered or declined, when the hub knows
-    remaining: int = -1
-    note: str = ""  # e.g. "asked again after the run was woken"
-    where: str = ""  # the place it was settled from ("Slack", "the web page"), when the run shows in several
-    kind: str = ""  # "" = the agent's question; "budget" = the run's cost cap was reached
-    facts: dict[str, Any] = field(default_factory=dict)  # a budget card's figures: spent, aside, total, cap
-    asked_at: float | None = None  # wall-clock time the channel asked it (from the event), when known
-
-
-    @property
-    def open(self) -> bool:
-        return self.state == "asked"
 
 
 def render(run_id: str, card: AskCard, who: fmt.Who = fmt.plain_who) -> OutMessage:
@@ -102,7 +78,7 @@ BUDGET_OUTCOMES: dict[str, tuple[str, str]] = {
 }
 
 
-def _num(v: Any) -> float:
+def _num(v: object) -> float:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0.0
 
 

@@ -6,8 +6,8 @@ and when to send them.
 
 from __future__ import annotations
 
+import adapters.view.fmt as fmt
 from adapters.platform import OutMessage
-from adapters.view import fmt
 from flower_core.payloads import BudgetPayload, HandoffPayload, ResetPayload, StepPayload
 
 

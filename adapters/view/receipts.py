@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import adapters.view.fmt as fmt
+import adapters.view.notices as notices
 from adapters.platform import OutMessage
-from adapters.view import fmt, notices
 from flower_core.payloads import MailPayload
 
 

@@ -21,8 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import adapters.view.asks as asks
+import adapters.view.fmt as fmt
+import adapters.view.notices as notices
+import adapters.view.shares as shares
+import adapters.view.status as status
+import adapters.view.summary as summary
 from adapters.platform import OutMessage
-from adapters.view import asks, fmt, notices, shares, status, summary
 from adapters.view.approval_card import whole_diff
 from adapters.view.asks import AskCard
 from adapters.view.prose import ProseBuffer

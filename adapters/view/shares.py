@@ -7,8 +7,8 @@ carries the note, so a platform that cannot upload still says what was shared.
 
 from __future__ import annotations
 
+import adapters.view.fmt as fmt
 from adapters.platform.messages import FileRef, OutMessage
-from adapters.view import fmt
 from flower_core.payloads import SharePayload
 
 __all__ = ["NOTE_MAX", "human_size", "shared"]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+import adapters.view.fmt as fmt
 from adapters.ids import encode
 from adapters.platform import Button, OutMessage
-from adapters.view import fmt
 from adapters.view.endings import ending_of
 
 STATUS_KEY = "status"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import adapters.view.fmt as fmt
 from adapters.platform import OutMessage
-from adapters.view import fmt
 from adapters.view.endings import ending_of
 
 RESULT_MAX = 2500  # the full text is in the workspace; the thread gets the gist

@@ -17,7 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
-from . import request as rq
+import flower_core.devmodel.request as rq
+
 from .scenario import Conversation, Scenario, Turn, load_scenario
 from .sse import error_body, tool_use_id, turn_events
 

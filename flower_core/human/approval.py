@@ -24,17 +24,15 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import EllipsisType
+from typing import Any, Protocol
 
+import flower_core.human.texts as texts
+from flower_core.human.approval_diff import diff_facts
+from flower_core.human.ask import Ask
+from flower_core.human.questions import Questions
 from flower_core.lang import Catalogue, catalogue
 from flower_core.permissions import Policy
-
-from . import texts
-from .approval_diff import diff_facts
-
-if TYPE_CHECKING:
-    from .ask import Ask
-    from .channel import HumanChannel
 
 KIND = "approval"
 DECISIONS = ("once", "run", "deny")
@@ -50,6 +48,18 @@ DENIED = texts._SEED["approval.denied"]
 DENIED_BY_RULE = texts._SEED["approval.denied_by_rule"]
 TIMED_OUT = texts._SEED["approval.timed_out"]
 CANCELLED = texts._SEED["approval.cancelled"]
+
+
+class Asking(Protocol):
+    """The channel an approval is asked through (a HumanChannel), as ``ApprovalGate.decide`` uses it."""
+
+    lang: Catalogue
+    timeout_s: float | None
+    timeout_text: str
+
+    async def ask_outcome(self, question: str, options: list[str] | None = None, *, kind: str = "",
+                          facts: dict[str, Any] | None = None,
+                          timeout_s: float | EllipsisType | None = ...) -> Ask: ...
 
 
 @dataclass(frozen=True)
@@ -164,7 +174,7 @@ class ApprovalGate:
         """The decision of a parked approval once its ask settled (granting and recording it as decide does)."""
         return self._note(self._outcome(ask, tool, False, unattended_text, catalogue(lang)), tool, args, ask)
 
-    async def decide(self, channel: HumanChannel, tool: str, args: dict[str, Any]) -> Decision:
+    async def decide(self, channel: Asking, tool: str, args: dict[str, Any]) -> Decision:
         """Apply the policy to one call, asking a person through ``channel`` when it says so."""
         with self._lock:
             ready = self._ready.pop(call_key(tool, args), None)
@@ -262,27 +272,32 @@ def _denied(tool: str, words: str, lang: Catalogue) -> str:
         else text
 
 
-class ApprovalMembers:
-    """The approval side of HumanChannel (mixed into it): the gate, and ``approve`` beside ``answer``."""
+class Approver:
+    """Approvals beside answers (``channel.approver``; HumanChannel delegates ``approve`` and
+    ``pending_approvals`` to it): given the channel's Questions and its ``answer`` and ``decline``."""
 
-    approvals: ApprovalGate | None = None
+    def __init__(self, questions: Questions, *, answer: Callable[[str, str], bool],
+                 decline: Callable[[str, str], bool]) -> None:
+        self._questions, self._answer, self._decline = questions, answer, decline
 
-    def approve(self: Any, ask_id: str, decision: str, text: str = "", *, by: str = "") -> bool:
+    def approve(self, ask_id: str, decision: str, text: str = "", *, by: str = "") -> bool:
         """Decide a waiting approval: "once", "run" (this tool for the rest of the run) or "deny" (with
         words the agent reads). ValueError for another decision; False when the id is unknown, is not an
         approval, or is no longer waiting (decided already: the first decision wins)."""
         if decision not in DECISIONS:
             raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
-        with self._lock:
-            ask = next((a for a in self.asks if a.id == ask_id and a.kind == KIND), None)
-            if ask is None or ask.state != "asked" or ask.id in self._claimed:
+        q = self._questions
+        with q.lock:
+            ask = next((a for a in q.asks if a.id == ask_id and a.kind == KIND), None)
+            if ask is None or ask.state != "asked" or ask.id in q.claimed:
                 return False
             if by:
                 ask.facts["by"] = str(by)[:200]
         if decision == "deny":
-            return bool(self.decline(ask_id, text))
+            return self._decline(ask_id, text)
         answer = ALLOW_ONCE if decision == "once" else run_option(str(ask.facts.get("tool", "")))
-        return bool(self.answer(ask_id, answer))
+        return self._answer(ask_id, answer)
 
-    def pending_approvals(self: Any) -> list[Ask]:
-        return [a for a in self.pending() if a.kind == KIND]
+    def pending(self) -> list[Ask]:
+        """Approvals still waiting for a decision, oldest first."""
+        return [a for a in self._questions.waiting() if a.kind == KIND]

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import flower_core.human.texts as texts
 from flower_core.events import Event
 from flower_core.lang import Catalogue, catalogue
-
-from . import texts
 
 
 class AskState(StrEnum):
@@ -75,7 +74,7 @@ class Ask:
         return Event("ask", text=self.question, payload=payload, raw=self)
 
 
-def check_question(question: Any, options: Any, lang: Catalogue | None = None) -> tuple[str, list[str], str]:
+def check_question(question: object, options: object, lang: Catalogue | None = None) -> tuple[str, list[str], str]:
     """Clean the model's input. Returns (question, options, problem) — problem is "" when valid, else the
     text the model reads (in ``lang``, the seed's by default)."""
     said = catalogue(lang)

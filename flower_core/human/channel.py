@@ -1,38 +1,38 @@
-"""HumanChannel: the model asks a person through an in-process MCP tool; any UI answers from any thread."""
+"""HumanChannel: the model asks a person through an in-process MCP tool; any UI answers from any thread.
+
+    model ── tools ask · inbox · share (tools.py) ──▶ HumanChannel ◀── answer · decline · send ── any UI thread
+                                                        │ owns
+                            Questions (questions.py) ◀──┼── Pullers   next_ask (pull mode)
+                            the asks, under one lock    ├── Approver  channel.approver  approve · pending
+                                                        └── Parking   channel.parking   park · settled · restore
+
+The channel keeps the seed's members (``ask``, ``pending``, ``next_ask``, ``answer``, ``decline``, ``send``,
+``amend``, ``transcript``…) and hands ``next_ask``, ``approve``/``pending_approvals`` and the parking members
+to its collaborators, which are given the Questions and the channel functions they call, not the channel.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
+import flower_core.human.records as records
+import flower_core.human.texts as texts
 from flower_core.events import Event
+from flower_core.human.approval import ApprovalGate, Approver
+from flower_core.human.ask import Ask, AskState, check_question
+from flower_core.human.mail import Mail
+from flower_core.human.parked import Parking
+from flower_core.human.questions import Keeper, Pullers, Questions, release, running_loop
+from flower_core.human.share import share
 from flower_core.lang import Catalogue, catalogue
 
-from . import records, texts
-from .approval import ApprovalMembers
-from .ask import Ask, AskState, check_question
-from .mail import Mail
-from .parked import ParkedMembers
 
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _release(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
-class HumanChannel(ApprovalMembers, ParkedMembers):
+class HumanChannel:
     """Questions and mail between the model and a person.
 
     Model side: tools ``ask`` (blocks until an outcome) and ``inbox`` (never blocks) on an in-process
@@ -68,26 +68,30 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         self.timeout_text = self.lang["ask.timeout"] if timeout_text is None else timeout_text
         self.declined_text = self.lang["ask.declined"] if declined_text is None else declined_text
         self.share_root: Path | None = None  # the workspace `share` posts from (share.py; Workflow.run sets it)
-        self.asks: list[Ask] = []
         self.mail: list[Mail] = []
         # Exceptions from on_event callbacks and from writing the log/amend files: kept, never raised.
         self.ui_errors: list[BaseException] = []
-        # One lock guards all bookkeeping; answer/decline/send arrive from arbitrary threads.
-        self._lock = threading.RLock()
-        self._futures: dict[str, asyncio.Future[None]] = {}
-        self._claimed: set[str] = set()  # asks whose outcome is decided (maybe not yet applied)
-        self._pulled: set[str] = set()
-        self._pull_waiters: list[asyncio.Future[None]] = []
-        self._counted = 0
+        # One lock (the questions') guards all bookkeeping; answer/decline/send arrive from arbitrary threads.
+        self._questions = Questions()
+        self._lock = self._questions.lock
+        self._pullers = Pullers(self._questions)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._parked: set[str] = set()  # asks taken off their tool call (the CLI was closed); never shrinks
-        self._keepers: dict[str, Callable[[str, str], None]] = {}  # see keep_outcomes
+        # The run's approval policy for tool calls (approval.py; starter_flow sets it), None: nobody is asked.
+        self.approvals: ApprovalGate | None = None
+        self.approver = Approver(self._questions, answer=self.answer, decline=self.decline)
+        self.parking = Parking(self._questions, self.mail, settle=self._settle_from_anywhere, finish=self._finish,
+                               show=self._show, remember_loop=self._remember_loop)
         # Awaited before a question's "asked" event (what shows its card): the runtime makes what brings the
         # question back after a crash durable first (parking.py). Bounded by its owner; errors go to ui_errors.
         self.before_shown: Callable[[Ask], Awaitable[None]] | None = None
         # Who settled a question, by its squashed text, when a front end said so (adapters' Applier): the note
         # a resumed session reads names them (runtime/handover.py).
         self.answered_by: dict[str, str] = {}
+
+    @property
+    def asks(self) -> list[Ask]:
+        """Every question asked on this channel, oldest first (settled ones too)."""
+        return self._questions.asks
 
     # ----- names and server -------------------------------------------------------------------------
 
@@ -108,7 +112,7 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         if self.max_asks is None:
             return -1
         with self._lock:
-            return max(0, self.max_asks - self._counted)
+            return max(0, self.max_asks - self._questions.counted)
 
     # ----- model side -------------------------------------------------------------------------------
 
@@ -131,38 +135,37 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         q, opts, problem = check_question(question, options, self.lang)
         immediate = ""
         fut: asyncio.Future[None] | None = None
+        questions = self._questions
         with self._lock:
-            ask = Ask(id=f"q{len(self.asks) + 1}", question=q, options=opts, kind=kind, facts=dict(facts or {}))
-            self.asks.append(ask)
+            ask = questions.new(q, opts, kind=kind, facts=facts)
             if problem:
                 immediate = "invalid"
-            elif not kind and self.max_asks is not None and self._counted >= self.max_asks:
+            elif not kind and self.max_asks is not None and questions.counted >= self.max_asks:
                 immediate = "over_budget"
             else:
-                self._counted += 0 if kind else 1
+                questions.counted += 0 if kind else 1
                 if wait is not None and wait <= 0:
                     immediate = "timeout"
             if immediate:
-                self._claimed.add(ask.id)
+                questions.claimed.add(ask.id)
             else:
                 fut = loop.create_future()
-                self._futures[ask.id] = fut
+                questions.futures[ask.id] = fut
         if fut is None:
             # Settled without waiting: no "asked" event, never pending.
             self._finish(ask, immediate, "", reply=problem)
             return ask
         try:
             await self._before_shown(ask)
-            self._emit(ask.event(self.remaining))
-            self._wake_pullers()
+            self._show(ask)
             await asyncio.wait({fut}, timeout=wait)
-            if ask.id in self._parked:  # the runtime is closing this call: it must never return to the CLI
+            if ask.id in questions.parked:  # the runtime is closing this call: it must never return to the CLI
                 await loop.create_future()
         except asyncio.CancelledError:
-            if ask.id not in self._parked and self._claim(ask.id):
+            if ask.id not in questions.parked and questions.claim(ask.id):
                 self._finish(ask, "cancelled", "")
             raise
-        if not fut.done() and self._claim(ask.id):
+        if not fut.done() and questions.claim(ask.id):
             self._finish(ask, "timeout", "")
         else:
             await fut  # someone claimed it first; their settlement is already scheduled onto this loop
@@ -189,36 +192,23 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
             self._emit(m.event())
         return taken
 
+    def share_file(self, path: str, note: str) -> tuple[str, bool]:
+        """Show a workspace file to the person (the share tool): the reply the model reads, and whether it
+        is an error (no workspace, outside it, missing, empty)."""
+        reply, event = share(self.share_root, path, note, self.lang)
+        if event is not None:
+            self._emit_on_loop(event)
+        return reply, event is None
+
     # ----- UI side ----------------------------------------------------------------------------------
 
     def pending(self) -> list[Ask]:
         """Questions still waiting for an answer, oldest first."""
-        with self._lock:
-            return [a for a in self.asks if a.state == "asked" and a.id not in self._claimed]
+        return self._questions.waiting()
 
     async def next_ask(self, timeout: float | None = None) -> Ask | None:
         """Pull mode: the next pending question not yet pulled; None if none came within `timeout`."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while True:
-            with self._lock:
-                for a in self.asks:
-                    if a.state == "asked" and a.id not in self._claimed and a.id not in self._pulled:
-                        self._pulled.add(a.id)
-                        return a
-                waiter: asyncio.Future[None] = loop.create_future()
-                self._pull_waiters.append(waiter)
-            left = None if deadline is None else deadline - loop.time()
-            try:
-                if left is not None and left <= 0:
-                    return None
-                await asyncio.wait({waiter}, timeout=left)
-            finally:
-                with self._lock:
-                    if waiter in self._pull_waiters:
-                        self._pull_waiters.remove(waiter)
-            if not waiter.done():
-                return None
+        return await self._pullers.next(timeout)
 
     def answer(self, ask_id: str, text: str) -> bool:
         """Answer a waiting question. False if the id is unknown or the question is no longer waiting."""
@@ -268,38 +258,64 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
             asks = list(self.asks)
         return records.transcript(asks, self.lang)
 
+    # ----- approvals and parking: thin doors to the collaborators (their docs are there) --------------
+
+    def approve(self, ask_id: str, decision: str, text: str = "", *, by: str = "") -> bool:
+        return self.approver.approve(ask_id, decision, text, by=by)
+
+    def pending_approvals(self) -> list[Ask]:
+        return self.approver.pending()
+
+    def park(self, ask_id: str) -> bool:
+        return self.parking.park(ask_id)
+
+    async def settled(self, ask_id: str, timeout_s: float | EllipsisType | None = ...) -> Ask:
+        """A parked question's outcome; ``timeout_s`` defaults to the channel's."""
+        return await self.parking.settled(ask_id, self.timeout_s if isinstance(timeout_s, EllipsisType) else timeout_s)
+
+    def withdraw(self, ask_id: str) -> bool:
+        return self.parking.withdraw(ask_id)
+
+    def restore(self, question: str, options: list[str], asked_at: float, *, kind: str = "",
+                facts: dict[str, Any] | None = None) -> Ask:
+        return self.parking.restore(question, options, asked_at, kind=kind, facts=facts)
+
+    def requeue(self, kept: list[str] | list[tuple[str, str]]) -> list[Mail]:
+        return self.parking.requeue(kept)
+
+    def keep_outcomes(self, ask_id: str, keep: Keeper) -> None:
+        self.parking.keep_outcomes(ask_id, keep)
+
     # ----- internals --------------------------------------------------------------------------------
 
     def _remember_loop(self) -> None:
-        loop = _running_loop()
+        loop = running_loop()
         if loop is not None:
             self._loop = loop
 
-    def _claim(self, ask_id: str) -> bool:
-        """Decide an outcome exactly once: the first caller wins, every later one gets False."""
-        with self._lock:
-            if ask_id in self._claimed or ask_id not in self._futures:
-                return False
-            self._claimed.add(ask_id)
-            return True
+    def _show(self, ask: Ask) -> None:
+        """Emit a waiting ask's "asked" event and wake the pullers (``next_ask``)."""
+        self._emit(ask.event(self.remaining))
+        self._pullers.wake()
 
     def _settle_from_anywhere(self, ask_id: str, state: str, answer: str) -> bool:
+        questions = self._questions
         with self._lock:
-            if not self._claim(ask_id):
+            if not questions.claim(ask_id):
                 return False
-            keep = self._keepers.get(ask_id)
+            keep = questions.keepers.get(ask_id)
             try:
                 if keep is not None:
                     keep(state, answer)
             except OSError as exc:
                 self.ui_errors.append(exc)
-                self._claimed.discard(ask_id)
+                questions.claimed.discard(ask_id)
                 return False
-            self._keepers.pop(ask_id, None)
-            fut = self._futures[ask_id]
-            ask = next(a for a in self.asks if a.id == ask_id)
+            questions.keepers.pop(ask_id, None)
+            fut = questions.futures[ask_id]
+            ask = next(a for a in questions.asks if a.id == ask_id)
         loop = fut.get_loop()
-        if _running_loop() is loop:
+        if running_loop() is loop:
             self._finish(ask, state, answer)
             return True
         try:
@@ -322,10 +338,10 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
         with self._lock:
             ask.state, ask.answer, ask.settled_at = AskState(state), answer, time.time()
             ask.reply = reply or self._reply_for(ask, state, answer)
-            fut = self._futures.pop(ask.id, None)
+            fut = self._questions.futures.pop(ask.id, None)
         if fut is not None:
             try:
-                _release(fut)
+                release(fut)
             except RuntimeError:  # its loop is closed
                 pass
         if self.log_path is not None:
@@ -334,20 +350,6 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
             except OSError as exc:
                 self.ui_errors.append(exc)
         self._emit(ask.event(self.remaining))
-
-    def _wake_pullers(self) -> None:
-        with self._lock:
-            waiters, self._pull_waiters = self._pull_waiters, []
-        here = _running_loop()
-        for w in waiters:
-            loop = w.get_loop()
-            if loop is here:
-                _release(w)
-            else:
-                try:
-                    loop.call_soon_threadsafe(_release, w)
-                except RuntimeError:
-                    pass
 
     def _emit(self, event: Event) -> None:
         callback = self.on_event
@@ -361,7 +363,7 @@ class HumanChannel(ApprovalMembers, ParkedMembers):
     def _emit_on_loop(self, event: Event) -> None:
         """Emit on the run's loop thread when called from elsewhere (on_event is loop-thread only)."""
         loop = self._loop
-        if loop is None or not loop.is_running() or _running_loop() is loop:
+        if loop is None or not loop.is_running() or running_loop() is loop:
             self._emit(event)
             return
         try:

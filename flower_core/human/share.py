@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flower_core.events import Event
 from flower_core.lang import Catalogue, catalogue
-
-if TYPE_CHECKING:
-    from .channel import HumanChannel
 
 __all__ = ["SHARE_DESCRIPTION", "SHARE_SCHEMA", "resolve_share", "share"]
 
@@ -61,17 +58,17 @@ def resolve_share(root: Path, path: str, lang: Catalogue | None = None) -> tuple
     return target, ""
 
 
-def share(channel: HumanChannel, path: str, note: str) -> tuple[str, bool]:
-    """Emit the share event; (the tool's reply, whether it is an error)."""
-    root = channel.share_root
+def share(root: Path | None, path: str, note: str, lang: Catalogue) -> tuple[str, Event | None]:
+    """(the tool's reply, the share event to emit); no event when nothing is shared (the reply says why).
+    ``root``: the channel's share_root (None: no workspace to share from)."""
     if root is None:
-        return channel.lang["share.no_root"], True
-    target, problem = resolve_share(Path(root), path, channel.lang)
+        return lang["share.no_root"], None
+    target, problem = resolve_share(Path(root), path, lang)
     if target is None:
-        return problem, True
+        return problem, None
     rel = target.relative_to(Path(root).resolve()).as_posix()
     note = (note or "").strip()[:NOTE_MAX]
-    channel._emit_on_loop(Event("ask", text=note or rel, payload={  # the channel's own emitter (same package)
+    event = Event("ask", text=note or rel, payload={
         "kind": "share", "id": "s" + uuid.uuid4().hex[:10], "state": "shared", "path": rel, "file": str(target),
-        "name": target.name, "size": target.stat().st_size, "note": note}))
-    return channel.lang.fill("share.shared", path=rel), False
+        "name": target.name, "size": target.stat().st_size, "note": note})
+    return lang.fill("share.shared", path=rel), event

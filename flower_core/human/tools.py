@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from claude_agent_sdk import create_sdk_mcp_server, tool
 
+import flower_core.human.texts as texts
+from flower_core.human.ask import Ask
+from flower_core.human.mail import Mail
+from flower_core.human.share import SHARE_DESCRIPTION, SHARE_SCHEMA
 from flower_core.lang import Catalogue, catalogue
-
-from . import texts
-from .mail import Mail
-from .share import SHARE_DESCRIPTION, SHARE_SCHEMA, share
-
-if TYPE_CHECKING:
-    from .channel import HumanChannel
 
 ASK_DESCRIPTION = (
     "Ask the human a question and wait for the reply. Use it only for decisions you cannot make "
@@ -60,7 +57,20 @@ def inbox_reply(taken: list[Mail], lang: Catalogue | None = None) -> str:
     return f"{said['inbox.header']}\n\n{body}{tail}"
 
 
-def build_server(channel: HumanChannel) -> Any:
+class ModelSide(Protocol):
+    """What the model's tools call on their channel (a HumanChannel)."""
+
+    SERVER_NAME: str
+    lang: Catalogue
+
+    async def ask_outcome(self, question: str, options: list[str] | None = None) -> Ask: ...
+
+    def take_mail(self) -> list[Mail]: ...
+
+    def share_file(self, path: str, note: str) -> tuple[str, bool]: ...
+
+
+def build_server(channel: ModelSide) -> Any:
     """A fresh McpSdkServerConfig whose tools call into `channel`."""
 
     @tool("ask", ASK_DESCRIPTION, ASK_SCHEMA)
@@ -74,7 +84,7 @@ def build_server(channel: HumanChannel) -> Any:
 
     @tool("share", SHARE_DESCRIPTION, SHARE_SCHEMA)
     async def share_file(args: dict[str, Any]) -> dict[str, Any]:
-        reply, failed = share(channel, str(args.get("path") or ""), str(args.get("note") or ""))
+        reply, failed = channel.share_file(str(args.get("path") or ""), str(args.get("note") or ""))
         return _content(reply, is_error=failed)
 
     return create_sdk_mcp_server(channel.SERVER_NAME, tools=[ask, inbox, share_file])

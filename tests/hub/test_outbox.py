@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import pytest
 
-from adapters.outbox import Outbox
+from adapters.outbox import Outbox, OutboxBounds
 from adapters.platform import (
     MEMORY,
     SLACK,
@@ -300,7 +300,7 @@ async def test_replace_false_posts_a_fresh_message() -> None:
 async def test_prose_queue_is_bounded_drop_oldest() -> None:
     clock = SimClock()
     fake = FakeSurface(clock, SLACK)
-    ob = make(clock, fake, max_prose=5)
+    ob = make(clock, fake, bounds=OutboxBounds(max_prose=5))
     ob.put(OutMessage("ask:q1", "ask", "important stays", important=True))
     for i in range(12):
         ob.put(OutMessage(f"prose:{i}", "prose", f"p{i}"))
