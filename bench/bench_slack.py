@@ -178,19 +178,19 @@ async def slack(md: ModelDouble, n: int, tmp: Path, double: SlackDouble,
     hub.taps.append(lambda run_id, ev: events.append(ev.kind))
     posting: dict[int, float] = {}
     entered: list[float] = []
-    surface_post, handle_action = frontend.surface.post, hub.handle_action
+    surface_post, submit = frontend.surface.post, hub.submit
 
     async def timed_post(thread: ThreadRef, msg: OutMessage) -> str:
         if msg.kind == "ask" and msg.buttons:
             posting[int(msg.text.split()[1].rstrip("?"))] = time.perf_counter()
         return await surface_post(thread, msg)
 
-    async def timed_action(*a: Any, **kw: Any) -> Any:
+    async def timed_action(*a: Any, **kw: Any) -> Any:  # the door: where a click enters the hub
         entered.append(time.perf_counter())
-        return await handle_action(*a, **kw)
+        return await submit(*a, **kw)
 
     frontend.surface.post = timed_post  # type: ignore[method-assign]
-    hub.handle_action = timed_action  # type: ignore[method-assign]
+    hub.submit = timed_action  # type: ignore[method-assign]
     frontend.attach(hub)
     await frontend.start()
     shown: dict[int, float] = {}

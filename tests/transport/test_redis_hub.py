@@ -93,7 +93,7 @@ async def test_a_front_restart_follows_the_run_again_where_it_is(rig: Rig) -> No
     assert await again.recover() == []  # nothing died
     live = again.live[run]
     await watch.until(lambda s: live.view.open_card("1-q1") is not None)  # the worker said where it is
-    result = await again.handle_action(button(card, "spaces"), "alice", delivery_id="d1")
+    result = await drive(again).handle_action(button(card, "spaces"), "alice", delivery_id="d1")
     assert result.ok, result.message
     await watch.card("ask:1-q2")
     assert any("Got spaces. One more." in p.msg.text for p in surface.find("", THREAD))
