@@ -16,7 +16,7 @@ import pytest
 from adapters.hub import Click, IntentResult, Interrupt, Said
 from adapters.hub.testing import DOOR_CHECKS, DoorConformanceError, DoorDriver, QuestionRuns, Told, run_door_conformance
 from adapters.ids import decode
-from adapters.surface import ThreadRef
+from adapters.platform import ThreadRef
 from tests.support.door_drivers import INTERACTION_FAILED, DiscordDriver, MemoryDriver, SlackDriver, WebDriver, verb_of
 
 Open = Callable[[QuestionRuns, Path], Awaitable[DoorDriver]]

@@ -39,9 +39,9 @@ from adapters.hub import Click, Hub, HubSettings, IntentResult, Said, Start
 from adapters.hub.testing import OpenForm, QuestionRuns, Shown, Started, Told
 from adapters.ids import IdError, decode
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef
 from adapters.slack import SlackFrontend
 from adapters.state import MemoryStateStore
-from adapters.surface import ThreadRef
 from adapters.web import WebFrontend
 from tests.support.discord_double import DiscordDouble
 from tests.support.discord_interactions import DEADLINE_S, Ix

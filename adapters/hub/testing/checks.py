@@ -16,8 +16,8 @@ from adapters.hub.routing import NOT_MINE
 from adapters.hub.testing.driver import DoorDriver, Shown, Skip, Told
 from adapters.hub.testing.runs import OPTIONS, QUESTION, QuestionRun, QuestionRuns
 from adapters.ids import IdError, decode
+from adapters.platform import ThreadRef
 from adapters.state.base import ChannelPolicy
-from adapters.surface import ThreadRef
 from adapters.transport.intents import Op
 
 __all__ = ["DOOR_CHECKS", "DoorCheck"]

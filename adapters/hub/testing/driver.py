@@ -21,8 +21,8 @@ from typing import Protocol
 
 from adapters.hub.query import HubQuery
 from adapters.hub.testing.runs import QuestionRuns
+from adapters.platform import ThreadRef
 from adapters.state import StateStore
-from adapters.surface import ThreadRef
 
 __all__ = ["DoorDriver", "HubBooks", "MakeDriver", "OpenForm", "Shown", "Skip", "Started", "Told"]
 
