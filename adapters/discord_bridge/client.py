@@ -10,6 +10,7 @@ command tree is synced: to the listed guilds (instant) or globally.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from adapters.discord_bridge.errors import told
 from adapters.discord_bridge.inbound import option_problem
 from adapters.discord_bridge.render import NO_MENTIONS, ActionButton
 from adapters.discord_bridge.reply import Reply
+from adapters.ids import ID_PATTERN
 
 __all__ = ["SCOPES", "FlowerClient", "FlowerTree", "intents", "invite_url", "permissions"]
 
@@ -109,3 +111,16 @@ class FlowerClient(discord.Client):
 
     async def on_message(self, message: discord.Message) -> None:
         await self.actions.on_message(message)
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        """A button no `ActionButton` takes (another app's, an older or newer version's id) reaches no
+        listener in discord.py, and the person would see "This interaction failed": it goes to the door like
+        any click, which says it is not one of ours."""
+        if interaction.type is not discord.InteractionType.component:
+            return
+        data: dict[str, Any] = dict(interaction.data) if isinstance(interaction.data, dict) else {}
+        custom_id = data.get("custom_id")
+        if not isinstance(custom_id, str) or re.fullmatch(ID_PATTERN, custom_id):
+            return  # ours: ActionButton handles it (or a payload too broken for anyone)
+        if self.actions.fresh(interaction):
+            await self.actions.on_button(interaction, custom_id)
