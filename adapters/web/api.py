@@ -44,12 +44,25 @@ import uuid
 
 from aiohttp import web
 
-from adapters.hub import Answer, Approve, CardProblem, Continue, Decline, Interrupt, Oracle, Said, Send, Stop, Wake
+from adapters.hub import (
+    NOT_MINE,
+    Answer,
+    Approve,
+    CardProblem,
+    Continue,
+    Decline,
+    Interrupt,
+    Oracle,
+    Said,
+    Send,
+    Stop,
+    Wake,
+)
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord
 from adapters.web.context import PLATFORM, WEB_USER, WebContext, context_of, read_body, record_of
 from adapters.web.errors import ApiError
-from adapters.web.inbound import START_FIELDS, read_approval, read_click, read_start, text_field
+from adapters.web.inbound import START_FIELDS, button_run, read_approval, read_click, read_start, text_field
 from adapters.web.render import ask_json, click_json
 
 __all__ = ["new_thread", "routes"]
@@ -186,11 +199,14 @@ async def say(request: web.Request) -> web.Response:
 
 async def action(request: web.Request) -> web.Response:
     ctx = context_of(request)
-    click, run_id, delivery_id = read_click(await read_body(request, {"action_id": str, "text": str,
-                                                                      "delivery_id": str}))
-    record = ctx.hub.query.run(run_id)
+    click, delivery_id = read_click(await read_body(request, {"action_id": str, "text": str, "delivery_id": str}))
+    run_id = button_run(click.action_id)
+    record = ctx.hub.query.run(run_id) if run_id is not None else None
     where = ctx.where(record) if record is not None else None
-    body, status = click_json(await ctx.hub.submit(click, WEB_USER, delivery_id=delivery_id, where=where))
+    result = await ctx.hub.submit(click, WEB_USER, delivery_id=delivery_id, where=where)
+    if not result.ok and result.message.startswith(NOT_MINE):  # the door's word; malformed input for the API
+        raise ApiError(400, f"not a button of this bot: {result.message}")
+    body, status = click_json(result)
     return web.json_response(body, status=status)
 
 

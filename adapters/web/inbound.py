@@ -131,18 +131,22 @@ def read_approval(data: dict[str, Any]) -> tuple[str, str, str]:
     return ask_id, decision, words
 
 
-def read_click(data: dict[str, Any]) -> tuple[Click, str, str | None]:
+def read_click(data: dict[str, Any]) -> tuple[Click, str | None]:
     """A button press (`action_id`, words for a button that wants them, the page's `delivery_id`): the
-    click, the run its button belongs to, and the delivery id (None when the page sent none)."""
+    click and the delivery id (None when the page sent none). Whether the id is ours is the door's to say."""
     action_id = text_field(data, "action_id")
-    try:
-        pressed = decode(action_id)
-    except IdError as exc:
-        raise ApiError(400, f"not a button of this bot: {exc}") from None
     text = data.get("text")
     if text is not None:
         text = text_field(data, "text", empty_ok=True)
-    return Click(action_id, text), pressed.run_id, data.get("delivery_id") or None
+    return Click(action_id, text), data.get("delivery_id") or None
+
+
+def button_run(action_id: str) -> str | None:
+    """The run a button belongs to, to say where the click came from (None: not a button of ours)."""
+    try:
+        return decode(action_id).run_id
+    except IdError:
+        return None
 
 
 # ---- query parameters ----------------------------------------------------------------------------

@@ -26,7 +26,7 @@ FORGED, FOREIGN = "a_forged_id_is_not_mine_and_changes_nothing", "a_foreign_id_i
 WEB_CANNOT = {"an_answer_the_policy_refuses_is_told_why_and_changes_nothing"}  # one person uses the page
 # What two platforms get wrong today (each pinned below by a test of how it fails, to flip when fixed).
 DISCORD_GAPS: set[str] = set()
-WEB_GAPS = {FORGED, FOREIGN}
+WEB_GAPS: set[str] = set()
 
 
 def factory(open_: Open, tmp_path: Path) -> Callable[[QuestionRuns], Awaitable[DoorDriver]]:
@@ -69,15 +69,6 @@ async def test_the_web_page_keeps_the_door(tmp_path: Path) -> None:
 
 
 # ---- the gaps, as they fail today ----------------------------------------------------------------------
-async def test_the_web_api_words_not_mine_its_own_way(tmp_path: Path) -> None:
-    """POST /api/action decodes the id itself before the door does, and answers 400 "not a button of this
-    bot: …" rather than the door's line."""
-    with pytest.raises(DoorConformanceError) as caught:
-        await run_door_conformance(factory(WebDriver.open, tmp_path), only=WEB_GAPS)
-    assert set(caught.value.failures) == WEB_GAPS
-    assert all("not a button of this bot" in why for why in caught.value.failures.values())
-
-
 # ---- the suite fails when the platform's path is wrong ------------------------------------------------------
 class Broken(MemoryDriver):
     """The memory driver with one defect switched on, as a platform's listener might have it."""
