@@ -20,11 +20,12 @@ a form or a thread (hub.query), and it never routes a verb itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from adapters.access import Access
 from adapters.hub.cards import CardRules
 from adapters.hub.files import Attached
+from adapters.hub.handlers import CardHandler, RunHandler, StartHandler
 from adapters.hub.intake import FileIntake
 from adapters.hub.intents import (
     PERMISSIONS,
@@ -51,30 +52,35 @@ from adapters.hub.intents import (
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.platforms import Platforms
 from adapters.hub.registry import RunRegistry
-from adapters.hub.results import IntentResult, Refuse
+from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
 from adapters.hub.routing import NOT_MINE, WordsFirst, click, said
 from adapters.ids import IdError, decode
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
 
-if TYPE_CHECKING:
-    from adapters.hub.handlers import CardHandler, RunHandler, StartHandler
+__all__ = ["Door", "Handlers"]
 
-__all__ = ["Door"]
+
+@dataclass(frozen=True)
+class Handlers:
+    """Who does each intent's work once the door has let it through (see the table in intents.py)."""
+
+    starts: StartHandler
+    cards: CardHandler
+    runs: RunHandler
+    mirrors: Mirrors  # Follow, Unfollow
+    rounds: Rounds  # Continue, Resume
+    intake: FileIntake  # Attach
 
 
 class Door:
     def __init__(self, store: StateStore, registry: RunRegistry, cards: CardRules, access: Access, platforms: Platforms,
-                 refuse: Refuse) -> None:
-        self.store, self.registry, self.cards, self.access, self.platforms, self.refuse = \
-            store, registry, cards, access, platforms, refuse
-
-    def serve(self, *, starts: StartHandler, card_handler: CardHandler, run_handler: RunHandler, mirrors: Mirrors,
-              rounds: Rounds, intake: FileIntake) -> None:
-        """The handlers, wired once by the hub (they are built after the door: some submit through it)."""
-        self.starts, self.card_handler, self.run_handler = starts, card_handler, run_handler
-        self.mirrors, self.rounds, self.intake = mirrors, rounds, intake
+                 handlers: Handlers) -> None:
+        self.store, self.registry, self.cards, self.access, self.platforms = store, registry, cards, access, platforms
+        self.refuse = platforms.refuse
+        self.starts, self.card_handler, self.run_handler = handlers.starts, handlers.cards, handlers.runs
+        self.mirrors, self.rounds, self.intake = handlers.mirrors, handlers.rounds, handlers.intake
 
     async def submit(self, intent: Intent, actor: str, *, delivery_id: str | None = None,
                      where: ThreadRef | None = None) -> IntentResult:

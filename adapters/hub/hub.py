@@ -40,7 +40,7 @@ from typing import overload
 from adapters.access import Access
 from adapters.hub.admission import Admission
 from adapters.hub.cards import CardRules
-from adapters.hub.door import Door, attached
+from adapters.hub.door import Door, Handlers, attached
 from adapters.hub.files import Attached
 from adapters.hub.handlers import CardHandler, RunHandler, StartHandler
 from adapters.hub.hooks import HubHooks
@@ -107,12 +107,11 @@ class Hub:
                              refuse=refuse)
         self.intake = FileIntake(s.uploads, s.channel_uploads, refuse=refuse, who=who)
         self.clock = clock
-        self.door = Door(store, self.registry, self.cards, self.access, self.platforms, refuse)
-        self.door.serve(
+        self.door = Door(store, self.registry, self.cards, self.access, self.platforms, Handlers(
             starts=StartHandler(s, store, self.registry, self.admission, self.launcher, self.transport, refuse),
-            card_handler=CardHandler(self.registry, self.cards, self.platforms, self.mirrors, self.restarts, refuse),
-            run_handler=RunHandler(self.registry, store, self.restarts, self.access, self.outboxes, refuse),
-            mirrors=self.mirrors, rounds=self.rounds, intake=self.intake)
+            cards=CardHandler(self.registry, self.cards, self.platforms, self.mirrors, self.restarts, refuse),
+            runs=RunHandler(self.registry, store, self.restarts, self.access, self.outboxes, refuse),
+            mirrors=self.mirrors, rounds=self.rounds, intake=self.intake))
         self._query = HubQuery(self.registry, self.cards, self.mirrors, self.access, self.people, self.intake,
                               self.admission, self.rounds)
         self._hooks = HubHooks(store, self.people, self.launcher.taps, self.mirrors)
