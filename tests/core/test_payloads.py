@@ -25,7 +25,6 @@ from flower_core import payloads
 from flower_core.events import EVENT_KINDS, Event, EventKind, normalize
 from flower_core.human import Ask, HumanChannel, Mail
 from flower_core.human.ask import AskState
-from flower_core.human.share import share
 from flower_core.payloads import (
     ASK_FACT_KEYS,
     AskPayload,
@@ -185,7 +184,7 @@ def test_a_share_reads_back(tmp_path: Path) -> None:
     channel.share_root = tmp_path
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "report.md").write_text("12345")
-    share(channel, "out/report.md", "the report")
+    channel.share_file("out/report.md", "the report")
     read = SharePayload.of(only(events))
     assert AskPayload.of(events[0]).kind == "share" and not AskPayload.of(events[0]).is_question
     assert (read.path, read.name, read.size, read.note) == ("out/report.md", "report.md", 5, "the report")
