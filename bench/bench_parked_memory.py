@@ -13,7 +13,8 @@ Several N run one child process each, so a size's freed heap does not hide the n
 Run: .venv/bin/python -m bench.bench_parked_memory [N ...] [--trace]   (default: 1000)
      .venv/bin/python -m bench.bench_parked_memory --idle-bot [ROUNDS]   (issue 37: what an idle
      `flower-bot web --demo` holds: its RSS once serving, and `-X importtime` of what it imported, by package;
-     ROUNDS bots started one after another, the median printed; default 3)
+     ROUNDS starts of each variant, alternating, the median printed; default 3. "before" imports
+     claude_agent_sdk first, as the bot did at rest before issue 37; "after" is the bot as it is)
 
 Measured on a 2-core machine (`... 1000 10000`), before and after runs came back 32 at a time and the chat side
 dropped its per-run tasks (view timer on the loop, an idle outbox without a worker):
@@ -378,7 +379,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def idle_bot_once(tmp: Path) -> tuple[float, dict[str, float], int]:
+def idle_bot_once(tmp: Path, *, eager_sdk: bool = False) -> tuple[float, dict[str, float], int]:
     """Start `flower-bot web --demo` (loopback), wait until its page answers, settle; (RSS MB of the bot and its
     children, import seconds per top-level package, modules imported)."""
     import os
@@ -392,7 +393,9 @@ def idle_bot_once(tmp: Path) -> tuple[float, dict[str, float], int]:
     env.pop("ANTHROPIC_API_KEY", None)
     err = tmp / "importtime.txt"
     with err.open("w") as sink:
-        proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "bots.bot", "web", "--demo", "--root",
+        run = (["-c", "import claude_agent_sdk, runpy; runpy.run_module('bots.bot', run_name='__main__')"]
+               if eager_sdk else ["-m", "bots.bot"])
+        proc = subprocess.Popen([sys.executable, "-X", "importtime", *run, "web", "--demo", "--root",
                                  str(tmp / "root"), "--port", str(port)], env=env, stderr=sink,
                                 stdout=subprocess.DEVNULL, cwd=tmp)
         try:
@@ -448,19 +451,23 @@ def _children(pid: int) -> list[int]:
 def idle_bot(rounds: int) -> None:
     import statistics
 
-    rows = []
+    rows: dict[str, list[tuple[float, dict[str, float], int]]] = {"before": [], "after": []}
     for i in range(rounds):
-        with tempfile.TemporaryDirectory(prefix="idle-bot-") as name:
-            rows.append(idle_bot_once(Path(name)))
-        print(f"round {i + 1}: idle bot RSS {rows[-1][0]:.1f} MB, {rows[-1][2]} modules imported", flush=True)
-    mb = statistics.median(r[0] for r in rows)
-    modules = statistics.median(r[2] for r in rows)
-    print(f"idle `flower-bot web --demo`: RSS p50 {mb:.1f} MB over {rounds} starts, {modules:.0f} modules imported")
-    packages: Counter[str] = Counter()
-    for _, by, _ in rows:
-        packages.update({k: v / rounds for k, v in by.items()})
-    print("import seconds by top-level package (mean, self time): " + ", ".join(
-        f"{k} {v:.3f}" for k, v in packages.most_common(18)))
+        for variant in (("before", "after") if i % 2 == 0 else ("after", "before")):
+            with tempfile.TemporaryDirectory(prefix="idle-bot-") as name:
+                got = idle_bot_once(Path(name), eager_sdk=variant == "before")
+            rows[variant].append(got)
+            print(f"round {i + 1} {variant}: idle bot RSS {got[0]:.1f} MB, {got[2]} modules imported", flush=True)
+    mb = {v: statistics.median(r[0] for r in rs) for v, rs in rows.items()}
+    for variant, rs in rows.items():
+        modules = statistics.median(r[2] for r in rs)
+        packages: Counter[str] = Counter()
+        for _, by, _ in rs:
+            packages.update({k: v / rounds for k, v in by.items()})
+        print(f"{variant}: idle `flower-bot web --demo` RSS p50 {mb[variant]:.1f} MB over {rounds} starts, "
+              f"{modules:.0f} modules; import seconds by package (mean, self time): "
+              + ", ".join(f"{k} {v:.3f}" for k, v in packages.most_common(10)))
+    print(f"after/before: {mb['after'] / mb['before']:.2f}x")
     print(f"command: .venv/bin/python -m bench.bench_parked_memory --idle-bot {rounds}")
 
 

@@ -100,3 +100,48 @@ def test_the_pool_keeps_the_newest_and_forgets_what_left() -> None:
     pool.release("b")
     assert pool.hold("d", 4.0, lambda: None) and pool.held() == 2
     assert not WarmPool(0).hold("x", 1.0, lambda: None)
+
+
+async def test_a_burst_of_questions_starts_its_clis_one_at_a_time_and_every_run_gets_its_answer(
+        double_factory: Any, cli_home: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    """Four runs at once with FLOWER_CLI_STARTS=1: never two CLIs connecting together (starts and resumes
+    queue), every question shown, all but the warm one parked, and each answer reaches its own run."""
+    from flower_core.runtime import attempt
+
+    monkeypatch.setenv(attempt.STARTS_ENV, "1")
+    connecting, most = 0, 0
+    real = attempt.ClaudeSDKClient
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        async def connect(self, *args: Any, **kw: Any) -> None:
+            nonlocal connecting, most
+            connecting += 1
+            most = max(most, connecting)
+            try:
+                await super().connect(*args, **kw)
+            finally:
+                connecting -= 1
+
+    monkeypatch.setattr(attempt, "ClaudeSDKClient", Counted)
+    md = await double_factory(scenario_of({"name": "main", "turn": COLOUR}))
+    pool = WarmPool(1)
+    runs = [Run(md, cli_home, tmp_path / f"r{i}", pool) for i in range(4)]
+    try:
+        for run in runs:
+            await run.events.until(asked, timeout=120)
+        # every run but the newest question's parks (it may still be closing its CLI: wait for it)
+        newest = max(runs, key=lambda r: r.ch.pending()[0].asked_at)
+        for run in runs:
+            if run is not newest:
+                await run.events.until(parked, timeout=120)
+        assert newest.events.system("parked") == []
+        for i, run in enumerate(runs):
+            assert run.ch.answer(run.ch.pending()[0].id, f"colour {i}")
+        got = await asyncio.wait_for(asyncio.gather(*(r.task for r in runs)), 180)
+        assert [g.text for g in got] == [f"Asking.\n\nThe human said: colour {i}" for i in range(4)]
+        assert most == 1
+    finally:
+        for run in runs:
+            run.task.cancel()
+            await asyncio.gather(run.task, return_exceptions=True)
+            run.rt.close()
