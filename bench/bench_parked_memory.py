@@ -11,6 +11,10 @@ state (gc.collect() first): RSS, open fds (also at the peak, while restoring) an
 --trace: what the runs hold by the repo line that allocated it, and objects per run (tracing inflates RSS).
 Several N run one child process each, so a size's freed heap does not hide the next one's growth.
 Run: .venv/bin/python -m bench.bench_parked_memory [N ...] [--trace]   (default: 1000)
+     .venv/bin/python -m bench.bench_parked_memory --idle-bot [ROUNDS]   (issue 37: what an idle
+     `flower-bot web --demo` holds: its RSS once serving, and `-X importtime` of what it imported, by package;
+     ROUNDS starts of each variant, alternating, the median printed; default 3. "before" imports
+     claude_agent_sdk first, as the bot did at rest before issue 37; "after" is the bot as it is)
 
 Measured on a 2-core machine (`... 1000 10000`), before and after runs came back 32 at a time and the chat side
 dropped its per-run tasks (view timer on the loop, an idle outbox without a worker):
@@ -365,8 +369,114 @@ def _table(rows: list[Row], argv: list[str]) -> None:
     print("command: .venv/bin/python -m bench.bench_parked_memory " + " ".join(argv))
 
 
+IDLE_SETTLE_S = 2.0  # after the page answers: let start-up work (wake, the demo double) finish
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def idle_bot_once(tmp: Path, *, eager_sdk: bool = False) -> tuple[float, dict[str, float], int]:
+    """Start `flower-bot web --demo` (loopback), wait until its page answers, settle; (RSS MB of the bot and its
+    children, import seconds per top-level package, modules imported)."""
+    import os
+    import signal
+    import urllib.request
+
+    from bench.procfs import rss_kb
+
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "XDG_CONFIG_HOME": str(tmp / "xdg")}
+    env.pop("ANTHROPIC_API_KEY", None)
+    err = tmp / "importtime.txt"
+    with err.open("w") as sink:
+        run = (["-c", "import claude_agent_sdk, runpy; runpy.run_module('bots.bot', run_name='__main__')"]
+               if eager_sdk else ["-m", "bots.bot"])
+        proc = subprocess.Popen([sys.executable, "-X", "importtime", *run, "web", "--demo", "--root",
+                                 str(tmp / "root"), "--port", str(port)], env=env, stderr=sink,
+                                stdout=subprocess.DEVNULL, cwd=tmp)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise RuntimeError("the bot did not serve its page") from None
+                    time.sleep(0.1)
+            time.sleep(IDLE_SETTLE_S)
+            kb = rss_kb(proc.pid) + sum(rss_kb(c) for c in _children(proc.pid))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    by_package: Counter[str] = Counter()
+    modules = 0
+    for line in err.read_text(errors="replace").splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        parts = line.split("|")
+        try:
+            self_us = int(parts[0].split(":")[1])
+        except ValueError:
+            continue
+        name = parts[2].strip()
+        modules += 1
+        by_package[name.split(".")[0]] += self_us / 1e6
+    return kb / 1024, dict(by_package), modules
+
+
+def _children(pid: int) -> list[int]:
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def idle_bot(rounds: int) -> None:
+    import statistics
+
+    rows: dict[str, list[tuple[float, dict[str, float], int]]] = {"before": [], "after": []}
+    for i in range(rounds):
+        for variant in (("before", "after") if i % 2 == 0 else ("after", "before")):
+            with tempfile.TemporaryDirectory(prefix="idle-bot-") as name:
+                got = idle_bot_once(Path(name), eager_sdk=variant == "before")
+            rows[variant].append(got)
+            print(f"round {i + 1} {variant}: idle bot RSS {got[0]:.1f} MB, {got[2]} modules imported", flush=True)
+    mb = {v: statistics.median(r[0] for r in rs) for v, rs in rows.items()}
+    for variant, rs in rows.items():
+        modules = statistics.median(r[2] for r in rs)
+        packages: Counter[str] = Counter()
+        for _, by, _ in rs:
+            packages.update({k: v / rounds for k, v in by.items()})
+        print(f"{variant}: idle `flower-bot web --demo` RSS p50 {mb[variant]:.1f} MB over {rounds} starts, "
+              f"{modules:.0f} modules; import seconds by package (mean, self time): "
+              + ", ".join(f"{k} {v:.3f}" for k, v in packages.most_common(10)))
+    print(f"after/before: {mb['after'] / mb['before']:.2f}x")
+    print(f"command: .venv/bin/python -m bench.bench_parked_memory --idle-bot {rounds}")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if "--idle-bot" in args:
+        idle_bot(next((int(a) for a in args if a.isdigit()), 3))
+        return
     sizes = [int(a) for a in args if a.isdigit()] or [1000]
     if len(sizes) == 1:
         _table([asyncio.run(run_one(sizes[0], "--trace" in args))], args)

@@ -227,7 +227,8 @@ def hub_settings(cfg: BotConfig) -> HubSettings:
     return HubSettings(root=cfg.root, workspaces={c.channel: c.workspace for c in cfg.channels if c.workspace},
                        max_runs=cfg.max_runs, max_parked=cfg.max_parked, timeout_s=cfg.timeout_s,
                        max_asks=cfg.max_asks, budget_usd=cfg.budget_usd, dm_after_s=cfg.dm_after_s,
-                       park_after_s=cfg.park_after_s, wake_on_start=cfg.wake_on_start, language=cfg.language,
+                       park_after_s=cfg.park_after_s, warm_pool=cfg.warm_pool, wake_on_start=cfg.wake_on_start,
+                       language=cfg.language,
                        budget_ceilings={c.channel: c.max_budget_usd for c in cfg.channels
                                         if c.max_budget_usd is not None},
                        uploads=UploadLimits.of_mb(cfg.max_upload_mb, cfg.max_run_upload_mb),

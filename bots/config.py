@@ -50,9 +50,9 @@ __all__ = ["FLOWS", "LOG_FORMATS", "SURFACES", "BotConfig", "ChannelConfig", "Co
 SURFACES = tuple(PLATFORMS)  # the front ends that can run, in the registry's order (bots/platforms.py)
 FLOWS = ("starter", "single")
 LOG_FORMATS = ("text", "json")
-_BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked",
-             "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start", "max_upload_mb",
-             "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "approval_timeout_s",
+_BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "warm_pool",
+             "max_parked", "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start",
+             "max_upload_mb", "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "approval_timeout_s",
              "unattended_approvals", "language"}
 _CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd", "max_upload_mb",
                  "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools"}
@@ -84,7 +84,8 @@ class BotConfig:
     timeout_s: float | None = 1800.0
     max_asks: int | None = None
     budget_usd: float | None = None
-    park_after_s: float | None = 20.0
+    park_after_s: float | None = 0.0
+    warm_pool: int = 1
     max_parked: int = 10_000
     dm_after_s: float | None = 60.0
     redis_url: str | None = None  # set: this process is the chat front only; workers hold the runs
@@ -132,7 +133,8 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         timeout_s=_pick(args.timeout, bot, "timeout_s", float, 1800.0),
         max_asks=_optional(args.asks, bot, "max_asks", int, low=0),
         budget_usd=_optional(args.budget, bot, "budget_usd", float, low=0.0),
-        park_after_s=_optional(None, bot, "park_after_s", float, low=0.0, default=20.0),
+        park_after_s=_optional(None, bot, "park_after_s", float, low=0.0, default=0.0),
+        warm_pool=_pick(_env_int(env, "FLOWER_WARM_POOL"), bot, "warm_pool", int, 1, low=0),
         max_parked=_pick(None, bot, "max_parked", int, 10_000, low=0),
         dm_after_s=_pick(None, bot, "dm_after_s", float, 60.0, low=0.0),
         redis_url=redis_url(getattr(args, "redis", None) or env.get("FLOWER_REDIS_URL")
@@ -259,6 +261,16 @@ def _pick(flag: Any, table: dict[str, Any], key: str, kind: type, default: Any, 
     if low is not None and value < low:
         raise ConfigError(f"{key} must be at least {low:g}, got {value}")
     return value
+
+
+def _env_int(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
 
 
 def _optional(flag: Any, table: dict[str, Any], key: str, kind: type, *, low: float,

@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "Budget": "flower_core.runtime.budget",
     "BudgetError": "flower_core.runtime.budget",
     "ParkPolicy": "flower_core.runtime.parking",
+    "WarmPool": "flower_core.runtime.warm",
     "classify": "flower_core.runtime",
     "default_window": "flower_core.runtime",
     "SQLiteSessionStore": "flower_core.session_store",
@@ -149,6 +150,7 @@ __all__ = [
     "TrimPolicy",
     "TrimmingSessionStore",
     "Verdict",
+    "WarmPool",
     "Workbench",
     "Workflow",
     "build_options",
@@ -226,6 +228,7 @@ if TYPE_CHECKING:
     from flower_core.runtime.budget import Budget, BudgetError
     from flower_core.runtime.document import HandoffDoc as Handoff
     from flower_core.runtime.parking import ParkPolicy
+    from flower_core.runtime.warm import WarmPool
     from flower_core.session_store import SQLiteSessionStore
     from flower_core.session_store import SQLiteSessionStore as SqliteSessionStore
     from flower_core.spec import AgentSpec, CompactPolicy, build_options, has_credentials, resolve_env

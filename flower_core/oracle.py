@@ -65,8 +65,10 @@ class Oracle:
         self._runtime: Any = None
 
     def observe(self, ev: Event) -> None:
-        """An on_event sink: remember the event (the oldest fall off past ``window``)."""
-        self.events.append(ev)
+        """An on_event sink: remember the event (the oldest fall off past ``window``), without its SDK message:
+        the prompt reads kind, text and payload only, and a run that waits for hours (parked) need not keep
+        the CLI's raw messages alive (the init message alone is ~20 kB of parsed JSON)."""
+        self.events.append(Event(ev.kind, ev.text, ev.tool, ev.payload) if ev.raw is not None else ev)
 
     __call__ = observe
 

@@ -64,6 +64,7 @@ from adapters.transport import LocalTransport, Transport
 from adapters.transport.engine import EngineKit
 from adapters.transport.intents import StoreIntentLog
 from adapters.view import fmt as _fmt
+from flower_core import WarmPool
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class Hub:
         # dead process left open in its session is picked up again (adopt).
         self.admission = Admission(self.registry, s, remote=transport is not None and transport.remote)
         local = replace(kit or EngineKit(), park_after_s=s.park_after_s, may_park=self.admission.may_park,
-                        oracle=s.oracle, adopt=True)
+                        oracle=s.oracle, adopt=True, warm=WarmPool(max(0, min(s.warm_pool, s.max_runs))))
         self.transport: Transport = transport or LocalTransport(local, StoreIntentLog(store))
         self.admission.remote = self.transport.remote
         self.cards = CardRules(self.registry, store, who=who)

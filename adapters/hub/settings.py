@@ -48,7 +48,9 @@ class HubSettings:
     # channel's, which add to the bot's; a run's own `approve` list adds tools to ask about.
     approvals: Mapping[str, Any] = field(default_factory=dict)
     channel_approvals: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    park_after_s: float | None = 20.0  # a question waiting longer closes the run's CLI (None: never)
+    park_after_s: float | None = 0.0  # a question waiting longer closes the run's CLI (None: never)
+    # The newest waiting questions whose runs keep their CLI (answered at live speed); at most max_runs.
+    warm_pool: int = 1
     wake_on_start: bool = True  # runs the last process left live come back by themselves
     oracle: bool = True  # runs answer side questions (`?…`)
     language: str = "en"  # what the model is spoken to in (flower_core.lang: "en", "zh" the seed's texts)

@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.chores import Chores
 from adapters.hop import hop
@@ -24,9 +24,11 @@ from adapters.transport.applier import Applier
 from adapters.transport.base import RunEnd, RunSink
 from adapters.transport.intents import Intent, IntentReply, RunLog
 from adapters.transport.plan import RunFactory, RunPlan, build_workflow, default_factory
-from flower_core import AgentSpec, Event, HandoffPolicy, Oracle, ParkPolicy, Resilience, Runtime, Step, Workflow
+from flower_core import Event, WarmPool
 from flower_core.payloads import AskPayload, StepPayload
-from flower_core.runtime.handoff import interrupt_prompt
+
+if TYPE_CHECKING:
+    from flower_core import Oracle, Resilience, Runtime, Step, Workflow
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,8 @@ LATE_TURNS_MAX = 3  # words that keep coming after the end: this many extra turn
 def bridge_resilience() -> Resilience:
     """The bridge's own retry numbers (3 attempts, 2 s doubling to 60 s, no network probe): a chat run
     fails fast and says so in its thread; flower_core's defaults are the original flower's."""
+    from flower_core import Resilience
+
     return Resilience(max_attempts=3, base_delay=2.0, max_delay=60.0, probe=False)
 
 
@@ -51,10 +55,16 @@ class EngineKit:
     may_park: Callable[[], bool] | None = None
     oracle: bool = True
     adopt: bool = False  # restore a question whose process died before it parked (workers: see ParkPolicy)
+    # The newest waiting questions whose runs keep their CLI (one pool for every run this kit builds); None:
+    # every waiting run parks after park_after_s (flower_core/runtime/warm.py).
+    warm: WarmPool | None = None
 
     def build(self, run_id: str, plan: RunPlan, sink: RunSink, *, log: RunLog | None = None) -> RunEngine:
+        # The runtime (and with it claude_agent_sdk, ~60 MB) loads with the first run, not with the process.
+        from flower_core import HandoffPolicy, Oracle, ParkPolicy, Runtime
+
         workflow = build_workflow(self.factory, plan)
-        park = ParkPolicy(self.park_after_s, allow=self.may_park, adopt=self.adopt)
+        park = ParkPolicy(self.park_after_s, allow=self.may_park, adopt=self.adopt, warm=self.warm)
         # The bot shows a run's tool output in its thread as it was; a resumed history keeps it whole too (the
         # framework's defaults, the original flower's, expire glances and spill long results).
         options = {"park": park, "resilience": bridge_resilience(), "ephemeral": False, "spill_threshold": None,
@@ -180,7 +190,11 @@ class RunEngine:
             if last is None or step is None:
                 log.warning("run %s: words after the last step, and no session to hear them", self.run_id)
                 break
+            from flower_core import AgentSpec
+
             spec = step.spec if isinstance(step.spec, AgentSpec) else step.spec(ctx)
+            from flower_core.runtime.handoff import interrupt_prompt
+
             result = await self.runtime.run(spec, interrupt_prompt(words), step_name=step.name,
                                             resume=last.session_id, on_event=self.on_event)
             self.applier.step_done()

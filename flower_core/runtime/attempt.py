@@ -4,12 +4,18 @@ The attempt normalizes every message, keeps the books the Runtime needs (session
 prose, synthetic errors, context level, cost), and can be asked to stop: ``StopSignal.request``
 makes it send the CLI an interrupt, which ends the turn at the next message boundary with a
 result (measured: ~10 ms while a model request is in flight). Every wait is bounded.
+
+CLI starts are bounded per event loop (``start_gate``): a CLI start is ~0.5 s of CPU, so twenty runs
+resuming at once on two cores would each take ten seconds and starve the loop; queued, the first ones are
+up in a fraction of that, in the order they asked (FIFO), and the process stays responsive.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +36,28 @@ DISCONNECT_TIMEOUT = 30.0
 # started within this long it declined to (see docs/parking.md), and the attempt fails instead of idling.
 CONTINUE_TIMEOUT = 60.0
 RECENT_CALLS = 12
+# How many CLIs may be starting at once in one process (their connect: spawn and the initialize handshake).
+STARTS_ENV = "FLOWER_CLI_STARTS"
+
+
+def start_limit() -> int:
+    """``FLOWER_CLI_STARTS`` if set (at least 1), else the number of CPUs (at least 2)."""
+    raw = os.environ.get(STARTS_ENV, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return max(2, os.cpu_count() or 2)
+
+
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def start_gate() -> asyncio.Semaphore:
+    """The running loop's FIFO bound on CLI starts (an asyncio primitive belongs to one loop)."""
+    loop = asyncio.get_running_loop()
+    gate = _GATES.get(loop)
+    if gate is None:
+        gate = _GATES[loop] = asyncio.Semaphore(start_limit())
+    return gate
 
 
 class StopSignal:
@@ -112,7 +140,8 @@ class Attempt:
     async def run(self) -> Outcome:
         client = ClaudeSDKClient(self.options)
         try:
-            await asyncio.wait_for(client.connect(), CONNECT_TIMEOUT)
+            async with start_gate():  # queued behind other starts (the wait is not the connect's time)
+                await asyncio.wait_for(client.connect(), CONNECT_TIMEOUT)
             if self.prompt is not None:
                 await client.query(self.prompt)
             await self._pump(client)

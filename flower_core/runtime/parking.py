@@ -49,6 +49,7 @@ from flower_core.runtime.parked import (
     result_entry,
 )
 from flower_core.runtime.resume import close_cut_off, cut_off_event, with_kept_mail
+from flower_core.runtime.warm import WarmPool
 from flower_core.session_store import stored_entries
 
 if TYPE_CHECKING:
@@ -70,15 +71,22 @@ AttemptFn = Callable[..., Awaitable[Outcome]]
 # anyway, and how often it looks (the SDK writes the store in the background, "eager" flush: milliseconds).
 SHOW_WAIT_S = 10.0
 SHOW_POLL_S = 0.02
+# A park that could not happen yet (the call's turn not stored, a limit said no) is tried again after this long
+# when ``after_s`` is 0; otherwise after ``max(after_s, 1 s)``.
+RETRY_S = 0.1
 
 
 @dataclass
 class ParkPolicy:
-    """When to park. ``after_s``: seconds a question waits before its CLI is closed (None = never).
-    ``allow()`` is asked at that moment (e.g. a front end's limit on parked runs); False = not now."""
+    """When to park. ``after_s``: seconds a question waits before its CLI is closed (None = never); it is
+    counted from when the question was asked, and a question is never parked before it has been shown.
+    ``allow()`` is asked at that moment (e.g. a front end's limit on parked runs); False = not now.
+    ``warm``: a pool shared by a process's runtimes whose holders (the newest questions) keep their CLI
+    however long they wait, so their answer costs no CLI start (warm.py); None = no pool."""
 
     after_s: float | None = None
     allow: Callable[[], bool] | None = None
+    warm: WarmPool | None = None
     note: str = RESUME_NOTE
     # Also pick up a question whose process died before it parked (a worker killed while the question
     # waited): a resumed session that ends on the channel's open ask call is restored as if parked.
@@ -120,6 +128,7 @@ class Parking:
         self._marks: dict[int, ParkRecord] = {}  # step -> its approval waiting live, marked (park_approval)
         self._marked: dict[int, str] = {}  # step -> the ask id of that approval
         self._resumed: set[int] = set()  # steps whose first attempt was looked at (see _close_cut_off)
+        self._shown: dict[int, set[str]] = {}  # step -> ids of its asks shown (their "asked" event is out)
 
     # -- the runtime's hooks ------------------------------------------------------------------------
     def observe(self, state: StepState, ev: Event) -> bool:
@@ -204,6 +213,7 @@ class Parking:
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             self._calls.pop(id(state), None)
+            self._shown.pop(id(state), None)
             self._marked.pop(id(state), None)
             mark = self._marks.pop(id(state), None)
             if mark is not None and not kept and id(state) not in self._parking:
@@ -212,7 +222,15 @@ class Parking:
     async def _before_shown(self, state: StepState, channel: Any, calls: Calls, ask: Any) -> None:
         """Durable before shown: a question (or approval) a call waits on is shown only once that call's turn
         is in the store, so a process killed from then on brings it back on its old card; an approval's record
-        is written too. Bounded by SHOW_WAIT_S (then shown all the same, and said in the log)."""
+        is written too. Bounded by SHOW_WAIT_S (then shown all the same, and said in the log). The watcher is
+        told when it returns: the question is shown then (the channel emits its "asked" event right after)."""
+        try:
+            await self._stored_before_shown(state, channel, calls, ask)
+        finally:
+            self._shown.setdefault(id(state), set()).add(str(getattr(ask, "id", "")))
+            calls.changed.set()
+
+    async def _stored_before_shown(self, state: StepState, channel: Any, calls: Calls, ask: Any) -> None:
         if getattr(ask, "kind", "") not in ("", park_approval.KIND):
             return  # the runtime's own questions (the cost cap) are asked between attempts: nothing to store
         deadline = time.monotonic() + SHOW_WAIT_S
@@ -231,27 +249,44 @@ class Parking:
             await asyncio.sleep(min(left, SHOW_POLL_S))  # the store is written in the background: look again soon
 
     async def _watch(self, state: StepState, channel: Any, calls: Calls) -> None:
-        """Sleep until the sole call in flight waits on a question or approval asked ``after_s`` ago; then park.
-        An approval waiting live is recorded meanwhile (park_approval.mark_waiting)."""
+        """Sleep until the sole call in flight waits on a question or approval shown and asked ``after_s`` ago, and
+        the warm pool does not keep it; then park. An approval waiting live is recorded meanwhile
+        (park_approval.mark_waiting)."""
         after, marked = float(self.policy.after_s or 0.0), ""
-        while True:
-            calls.changed.clear()
-            wait: float | None = None
-            call = calls.sole()
-            if call is not None:
-                ask = waiting_ask(channel, call[1], call[2])
-                left = after if ask is None else ask.asked_at + after - time.time()
-                marked = self._marked.get(id(state), marked)  # (the card's own hook may have marked it first)
-                if park_approval.unmarked(channel, call[1], ask, marked):  # see park_approval.mark_waiting
-                    marked = ask.id if ask is not None and await self._mark(state, channel, ask, call[0]) else ""
-                    left = min(left, park_approval.MARK_POLL_S) if not marked else left
-                if ask is not None and left <= 0:
-                    if await self._stop_for(state, channel, ask, call[0]):
-                        return
-                    left = max(after, 1.0)  # not now (a limit, a stop already asked): look again later
-                wait = max(left, 0.01)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(calls.changed.wait(), wait)
+        pool, key = self.policy.warm, None
+        try:
+            while True:
+                calls.changed.clear()
+                wait: float | None = None
+                call = calls.sole()
+                ask = waiting_ask(channel, call[1], call[2]) if call is not None else None
+                if pool is not None and key is not None and (ask is None or key != (id(state), ask.id)):
+                    pool.release(key)  # that question no longer waits with this CLI
+                    key = None
+                if call is not None:
+                    park_in: float | None = max(after, 1.0)  # no ask waits: look again now and then
+                    poll: float | None = None
+                    if ask is not None:
+                        park_in = ask.asked_at + after - time.time()
+                        if ask.id not in self._shown.get(id(state), ()):  # its card first (the hook wakes us)
+                            park_in = max(park_in, ask.asked_at + SHOW_WAIT_S + 1.0 - time.time())
+                        if pool is not None and pool.hold((id(state), ask.id), ask.asked_at, calls.changed.set):
+                            key, park_in = (id(state), ask.id), None  # kept warm until a newer question comes
+                    marked = self._marked.get(id(state), marked)  # (the card's own hook may have marked it first)
+                    if park_approval.unmarked(channel, call[1], ask, marked):  # see park_approval.mark_waiting
+                        marked = ask.id if ask is not None and await self._mark(state, channel, ask, call[0]) else ""
+                        poll = park_approval.MARK_POLL_S if not marked else None
+                    if ask is not None and park_in is not None and park_in <= 0:
+                        if await self._stop_for(state, channel, ask, call[0]):
+                            return
+                        park_in = max(after, 1.0) if after > 0 else RETRY_S  # not now: look again later
+                    waits = [w for w in (park_in, poll) if w is not None]
+                    wait = max(min(waits), 0.01) if waits else None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(calls.changed.wait(), wait)
+        finally:
+            if pool is not None and key is not None:
+                pool.release(key)
 
     async def _mark(self, state: StepState, channel: Any, ask: Any, call_id: str) -> bool:
         call = await self._open_call(state.session, call_id) if state.session else None

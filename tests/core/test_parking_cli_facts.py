@@ -179,3 +179,50 @@ async def test_continuing_without_a_written_result_reruns_the_turn(double_factor
         req = s.md.model_requests()[asked]
         assert req.turn == 0  # the unanswered call was dropped: the model is asked the first turn again
         assert all(m["role"] != "assistant" for m in req.body["messages"]) and NOTE in str(req.body["messages"])
+
+
+async def test_a_cli_started_on_the_session_before_the_answer_cannot_take_it(double_factory: Any, cli_home: Path,
+                                                                              tmp_path: Path) -> None:
+    """Fact 12: a CLI resumed (no prompt) before the answer exists closes the open call itself at start-up; the
+    answer streamed to it later as [tool_result, text] never reaches the model, only the text does."""
+    async with session(double_factory, cli_home, tmp_path) as s:
+        await s.cut_off(interrupt=False)
+        client = ClaudeSDKClient(s.options(resume=s.sid))
+        await client.connect()
+        try:
+            asked = len(s.md.model_requests())
+
+            async def answer() -> AsyncIterator[dict[str, Any]]:
+                yield {"type": "user", "parent_tool_use_id": None, "session_id": s.sid, "message": {
+                    "role": "user", "content": [{"type": "tool_result", "tool_use_id": s.call_id, "content": "blue"},
+                                                {"type": "text", "text": NOTE}]}}
+
+            await client.query(answer())
+            async for msg in client.receive_response():
+                if isinstance(msg, ResultMessage):
+                    break
+        finally:
+            await client.disconnect()
+        req = s.md.model_requests()[asked]
+        sent = str(req.body["messages"])
+        results = [b.get("content") for m in req.body["messages"] if isinstance(m["content"], list)
+                   for b in m["content"] if b.get("type") == "tool_result"]
+        assert "[Tool call interrupted" in sent and "No response requested." in sent and "blue" not in results
+        assert req.body["messages"][-1]["content"][-1]["text"] == NOTE
+
+
+def test_a_warm_spare_cannot_be_started_on_a_stored_session(tmp_path: Path) -> None:
+    """Fact 11: the CLI's pre-warmed spare mode refuses --resume (and its claim binds a fresh session)."""
+    import os
+    import subprocess
+
+    import claude_agent_sdk
+
+    cli = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path), "ANTHROPIC_API_KEY": "x",
+           "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    done = subprocess.run([str(cli), "--print", "--input-format", "stream-json", "--output-format", "stream-json",
+                           "--verbose", "--await-claim", "--resume", "0b7c3d52-1111-4222-8333-944455556666"],
+                          input="", capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert "--await-claim cannot be combined with --continue, --resume or --fork-session" in said

@@ -48,7 +48,8 @@ async def make_bot(tmp_path: Path, double_factory: Callable[..., Any],
         home = tmp_path / "home"
         home.mkdir()  # the Bash tool sources the user's shell config: give it an empty HOME
         config = tmp_path / "bot.toml"
-        config.write_text(f'[bot]\npark_after_s = {park_after_s}\nask_tools = ["Bash"]\n', encoding="utf-8")
+        config.write_text(f'[bot]\npark_after_s = {park_after_s}\nwarm_pool = 0\nask_tools = ["Bash"]\n',
+                          encoding="utf-8")
         proc = BotProcess(tmp_path / "root", tmp_path / "bot.log", {**md.env(cli_home), "HOME": str(home)},
                           max_runs=2)
         proc.args += ["--config", str(config)]

@@ -123,6 +123,8 @@ KIT = frozenset({"factory", "env", "runtime_options"})
 def hub_of(surfaces: Any, store: StateStore, **kw: Any) -> Hub:
     """A Hub from one flat set of keywords, as tests like to write them: HubSettings fields, EngineKit
     fields (factory, env, runtime_options) and the Hub's own (transport, clock, sleeper)."""
+    if "park_after_s" in kw:  # a test of parking after a delay: no warm pool keeps its one waiting run's CLI
+        kw.setdefault("warm_pool", 0)
     settings = HubSettings(**{k: kw.pop(k) for k in list(kw) if k in SETTINGS})
     kit = {k: kw.pop(k) for k in list(kw) if k in KIT}
     return Hub(surfaces, store, settings, kit=EngineKit(**kit) if kit else None, **kw)
