@@ -5,6 +5,7 @@ from flower_core.runtime.handoff import HandoffPolicy, default_window, is_overfl
 from flower_core.runtime.resilience import Resilience, classify
 from flower_core.runtime.results import StepResult
 from flower_core.runtime.runtime import Runtime
+from flower_core.runtime.steering import EFFORTS, ModelRefused, effort_problem
 
-__all__ = ["HandoffDoc", "HandoffPolicy", "Resilience", "Runtime", "StepResult", "classify", "default_window",
-           "is_overflow"]
+__all__ = ["EFFORTS", "HandoffDoc", "HandoffPolicy", "ModelRefused", "Resilience", "Runtime", "StepResult", "classify",
+           "default_window", "effort_problem", "is_overflow"]
