@@ -22,6 +22,7 @@ from adapters.hub.intents import (
     Send,
     ShowFiles,
     Start,
+    Steer,
     Stop,
     Unfollow,
     Wake,
@@ -32,12 +33,14 @@ from adapters.hub.results import Form, IntentResult
 from adapters.hub.routing import NOT_MINE, opens_form
 from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
 from adapters.hub.settings import HubSettings, UploadLimits
+from adapters.hub.steering import Chosen
 from adapters.hub.workspace import Bookkeeping
 
 __all__ = [
     "NOT_MINE", "PLATFORM_FACADE", "THREAD_HELP", "Answer", "Approve", "Attach", "Attached", "Bookkeeping",
-    "CardProblem", "Click", "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings", "Incoming", "Intent",
+    "CardProblem", "Chosen", "Click", "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings", "Incoming",
+    "Intent",
     "IntentResult", "Interrupt", "LiveRun", "OpenCard", "Oracle", "Resume", "RunFactory", "RunOptions", "RunPipe",
-    "RunPlan", "Said", "SavedFile", "Send", "ShowFiles", "Start", "Stop", "Unfollow", "UploadLimits", "Wake",
+    "RunPlan", "Said", "SavedFile", "Send", "ShowFiles", "Start", "Steer", "Stop", "Unfollow", "UploadLimits", "Wake",
     "default_factory", "human_size", "inside", "opens_form", "workspace_files",
 ]

@@ -10,7 +10,7 @@ submit(intent, actor, delivery_id=, where=)
   4. which run              the intent's run_id → its record ("No run r1." when there is none)
   5. who may                intents.PERMISSIONS → Access; a refusal is told to the actor alone
   6. handler                handlers.py, mirrors.py (Follow, Unfollow), rounds.py (Continue, Resume),
-                            intake.py (Attach): each applies only what is its own
+                            intake.py (Attach), steering.py (Steer): each applies only what is its own
   7. what the person hears  the IntentResult: `to_show(quiet_when_ok=)` is the one rule (results.py)
 ```
 
@@ -45,6 +45,7 @@ from adapters.hub.intents import (
     Send,
     ShowFiles,
     Start,
+    Steer,
     Stop,
     Unfollow,
     Wake,
@@ -55,6 +56,7 @@ from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
 from adapters.hub.routing import NOT_MINE, WordsFirst, click, said
+from adapters.hub.steering import SteerHandler
 from adapters.ids import IdError, decode
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
@@ -72,6 +74,7 @@ class Handlers:
     mirrors: Mirrors  # Follow, Unfollow
     rounds: Rounds  # Continue, Resume
     intake: FileIntake  # Attach
+    steers: SteerHandler  # Steer
 
 
 class Door:
@@ -81,6 +84,7 @@ class Door:
         self.refuse = platforms.refuse
         self.starts, self.card_handler, self.run_handler = handlers.starts, handlers.cards, handlers.runs
         self.mirrors, self.rounds, self.intake = handlers.mirrors, handlers.rounds, handlers.intake
+        self.steers = handlers.steers
 
     async def submit(self, intent: Intent, actor: str, *, delivery_id: str | None = None,
                      where: ThreadRef | None = None) -> IntentResult:
@@ -178,6 +182,8 @@ class Door:
                 return await runs.oracle(intent, record, actor)
             case Stop():
                 return await runs.stop(intent, record, actor)
+            case Steer():
+                return await self.steers.steer(intent, record, actor)
             case Wake():
                 return await runs.wake(intent, record, actor)
             case Continue():

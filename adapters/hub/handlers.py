@@ -71,7 +71,7 @@ class StartHandler:
         if (busy := self.admission.busy(workspace)) is not None:
             return await self.refuse(thread, user, f"This channel's workspace is busy with run {busy}.", busy)
         options = start.options or RunOptions()
-        if (bad := options.problem()) is not None:
+        if (bad := options.problem() or self.settings.model_problem(options.model, channel)) is not None:
             return await self.refuse(thread, user, bad, "")
         options, over = options.within(self.settings.budget_ceilings.get(channel), default=self.settings.budget_usd)
         if over is not None:

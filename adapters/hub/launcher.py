@@ -82,13 +82,15 @@ class Launcher:
                        budget_usd=record.cap_usd if record.cap_usd is not None else
                        s.budget_usd if opts.budget_usd is None else opts.budget_usd, spent_usd=record.spent_usd,
                        approvals=merge_rules(s.approvals, s.channel_approvals.get(where),
-                                             {"ask_tools": list(opts.approve or ())}))
+                                             {"ask_tools": list(opts.approve or ())}),
+                       model=opts.model or s.model, effort=opts.effort or s.effort)
 
     def launch(self, record: RunRecord, how: Launch = Launch()) -> LiveRun:
         """Show a run in its threads and start its run side through the transport (`how`: see Launch)."""
         plan = self.plan(record, how)
         view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6])
         view.status_card.round = record.round
+        view.status_card.model, view.status_card.effort = plan.model or "", plan.effort or ""
         fanout = Fanout(self._target(record, record.thread))
         for mirror in self.mirrors.targets_for(record):
             fanout.add(self._target(record, mirror.thread, mirror.scope))

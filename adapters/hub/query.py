@@ -2,7 +2,7 @@
 collaborator that owns it.
 
 ```
-runs        run · is_live · runs · run_in · holder · state · thread_by_id · followers · status · wait
+runs        run · is_live · runs · run_in · holder · state · thread_by_id · followers · status · wait · model
 cards       open_cards · card_state · card_by_key
 people      may · followable · resumable · display · upload_limits
 ```
@@ -25,7 +25,8 @@ from adapters.hub.registry import RunRegistry
 from adapters.hub.report import status_report
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
-from adapters.hub.settings import UploadLimits
+from adapters.hub.settings import HubSettings, UploadLimits
+from adapters.hub.steering import Chosen, chosen
 from adapters.people import People
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
@@ -38,9 +39,10 @@ __all__ = ["HubQuery"]
 
 class HubQuery:
     def __init__(self, registry: RunRegistry, cards: CardRules, mirrors: Mirrors, access: Access, people: People,
-                 intake: FileIntake, admission: Admission, rounds: Rounds) -> None:
+                 intake: FileIntake, admission: Admission, rounds: Rounds, settings: HubSettings) -> None:
         self.registry, self.cards, self.mirrors, self.access = registry, cards, mirrors, access
         self.people, self.intake, self.admission, self.rounds = people, intake, admission, rounds
+        self.settings = settings
 
     @property
     def store(self) -> StateStore:
@@ -50,6 +52,11 @@ class HubQuery:
     def run(self, run_id: str) -> RunRecord | None:
         """A run's record (None: no such run)."""
         return self.registry.record(run_id)
+
+    def model(self, run_id: str) -> Chosen | None:
+        """The run's model and effort as chosen, or the bot's defaults ("": the CLI's); None: no such run."""
+        record = self.registry.record(run_id)
+        return chosen(record, self.settings) if record is not None else None
 
     def is_live(self, run_id: str) -> bool:
         """Running (or parked) in this process's care, as opposed to ended or asleep."""

@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 import adapters.transport.replay as _replay
 from adapters.chores import Chores
 from adapters.transport.intents import Intent, IntentReply, Op, RunLog, Settled, mail_id_for
 from flower_core import Ask, Event, Lineage, Mail
 from flower_core.payloads import AskPayload, MailPayload
+from flower_core.runtime import ModelRefused
 from flower_core.runtime.transcript import SessionFacts
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,8 @@ class Interrupting(Protocol):
     async def session_facts(self, session_ids: Iterable[str]) -> SessionFacts: ...
 
     def interrupt(self, message: str = "") -> bool: ...
+
+    async def steer(self, *, model: str | None = None, effort: str | None = None) -> Any: ...
 
 
 class Applier:
@@ -190,7 +194,19 @@ class Applier:
             return IntentReply(ok=self._cancel("stopped"))
         if intent.op is Op.ORACLE:
             return await self._oracle(intent)
+        if intent.op is Op.MODEL:
+            return await self._steer(intent)
         return IntentReply(ok=False, error=f"unknown intent {intent.op!r}")
+
+    async def _steer(self, intent: Intent) -> IntentReply:
+        """A new model and/or effort: settled at once, whatever the outcome (the chat side keeps the choice)."""
+        self._settle(intent.iid, Settled.DONE)
+        try:
+            asked = json.loads(intent.text)
+            await self.runtime.steer(model=asked.get("model") or None, effort=asked.get("effort") or None)
+        except (ValueError, AttributeError, ModelRefused) as exc:
+            return IntentReply(ok=False, error=str(exc) or type(exc).__name__)
+        return IntentReply()
 
     def _answer(self, intent: Intent) -> IntentReply:
         target = self._target(intent)

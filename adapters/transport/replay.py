@@ -84,6 +84,8 @@ def plan(intents: list[Intent], facts: SessionFacts) -> Replay:
                 out.delivered.append(intent)  # "stop and go on": the restart did that already
         elif intent.op is Op.ORACLE:
             out.oracle.append(intent)
+        elif intent.op is Op.MODEL:
+            out.delivered.append(intent)  # the new holder's plan carries the run's model and effort already
     for said, group in words.items():
         reached = facts.delivered(said, since=group[0].at - CLOCK_SKEW_S, prompts_only=True)
         out.delivered += group[:reached]
