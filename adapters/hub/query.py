@@ -2,7 +2,8 @@
 collaborator that owns it.
 
 ```
-runs        run · is_live · runs · run_in · holder · state · thread_by_id · followers · status · wait · model
+runs        run · is_live · runs · run_in · holder · state · thread_by_id · followers · status · wait · model ·
+            run_meant
 cards       open_cards · card_state · card_by_key
 people      may · followable · resumable · display · upload_limits
 ```
@@ -57,6 +58,19 @@ class HubQuery:
         """The run's model and effort as chosen, or the bot's defaults ("": the CLI's); None: no such run."""
         record = self.registry.record(run_id)
         return chosen(record, self.settings) if record is not None else None
+
+    def run_meant(self, user: str, *, platform: str, channel: str, run_id: str = "") -> RunRecord | str:
+        """The run a command typed outside a thread means (`/flower model opus [run id]`): the one named, else
+        the person's one live run in the channel; else what to say (no such run, none, or which of several)."""
+        if run_id:
+            record = self.registry.record(run_id)
+            return record if record is not None else f"No run {run_id}."
+        mine = self.registry.runs(user=user, platform=platform, channel=channel, live_only=True)
+        if len(mine) == 1:
+            return mine[0]
+        if not mine:
+            return "You have no live run in this channel; name the run (its id is on its status card)."
+        return f"You have {len(mine)} live runs here ({', '.join(r.run_id for r in mine)}); name one of them."
 
     def is_live(self, run_id: str) -> bool:
         """Running (or parked) in this process's care, as opposed to ended or asleep."""
