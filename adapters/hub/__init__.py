@@ -33,11 +33,11 @@ from adapters.hub.results import Form, IntentResult
 from adapters.hub.routing import NOT_MINE, opens_form
 from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
 from adapters.hub.settings import HubSettings, UploadLimits
-from adapters.hub.steering import Chosen
+from adapters.hub.steering import EFFORTS, Chosen
 from adapters.hub.workspace import Bookkeeping
 
 __all__ = [
-    "NOT_MINE", "PLATFORM_FACADE", "THREAD_HELP", "Answer", "Approve", "Attach", "Attached", "Bookkeeping",
+    "EFFORTS", "NOT_MINE", "PLATFORM_FACADE", "THREAD_HELP", "Answer", "Approve", "Attach", "Attached", "Bookkeeping",
     "CardProblem", "Chosen", "Click", "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings", "Incoming",
     "Intent",
     "IntentResult", "Interrupt", "LiveRun", "OpenCard", "Oracle", "Resume", "RunFactory", "RunOptions", "RunPipe",

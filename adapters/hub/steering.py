@@ -17,9 +17,9 @@ from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult, Refuse
 from adapters.hub.settings import HubSettings
 from adapters.state import RunRecord
-from flower_core.runtime import effort_problem
+from flower_core.runtime import EFFORTS, effort_problem
 
-__all__ = ["Chosen", "SteerHandler", "chosen"]
+__all__ = ["EFFORTS", "Chosen", "SteerHandler", "chosen"]
 
 
 class SteerHandler:
