@@ -55,6 +55,7 @@ from adapters.hub import (
     Oracle,
     Said,
     Send,
+    Steer,
     Stop,
     Wake,
 )
@@ -62,7 +63,16 @@ from adapters.platform import ThreadRef
 from adapters.state import RunRecord
 from adapters.web.context import PLATFORM, WEB_USER, WebContext, context_of, read_body, record_of
 from adapters.web.errors import ApiError
-from adapters.web.inbound import START_FIELDS, button_run, read_approval, read_click, read_start, text_field
+from adapters.web.inbound import (
+    MODEL_FIELDS,
+    START_FIELDS,
+    button_run,
+    read_approval,
+    read_click,
+    read_model,
+    read_start,
+    text_field,
+)
 from adapters.web.render import ask_json, click_json
 
 __all__ = ["new_thread", "routes"]
@@ -181,6 +191,18 @@ async def continue_run(request: web.Request) -> web.Response:
                               "message": result.message})
 
 
+async def model(request: web.Request) -> web.Response:
+    """A new model and/or effort: {"ok", "model", "effort"} as the run now has them; 409 when refused."""
+    ctx, record = context_of(request), record_of(request)
+    name, effort = read_model(await read_body(request, MODEL_FIELDS))
+    result = await ctx.hub.submit(Steer(record.run_id, name, effort), WEB_USER)
+    if not result.ok:
+        return ctx.show(result)
+    now = ctx.hub.query.model(record.run_id)
+    return web.json_response({"ok": True, "message": result.message, "model": now.model if now else "",
+                              "effort": now.effort if now else ""})
+
+
 async def oracle(request: web.Request) -> web.Response:
     ctx, record = context_of(request), record_of(request)
     question = text_field(await read_body(request, {"question": str}), "question")
@@ -225,6 +247,7 @@ def routes() -> list[web.RouteDef]:
         web.post("/api/runs/{run_id}/wake", wake),
         web.post("/api/runs/{run_id}/continue", continue_run),
         web.post("/api/runs/{run_id}/oracle", oracle),
+        web.post("/api/runs/{run_id}/model", model),
         web.post("/api/runs/{run_id}/say", say),
         web.post("/api/action", action),
     ]
