@@ -4,6 +4,7 @@ Platforms import from here only: the Hub's door (`submit`), the intents it takes
 """
 
 from adapters.hub.cards import CardProblem, OpenCard
+from adapters.hub.checkpoints import Checkpoint
 from adapters.hub.files import Attached, Incoming, SavedFile, human_size, inside, workspace_files
 from adapters.hub.hub import PLATFORM_FACADE, Hub
 from adapters.hub.intents import (
@@ -24,6 +25,7 @@ from adapters.hub.intents import (
     Start,
     Steer,
     Stop,
+    Undo,
     Unfollow,
     Wake,
 )
@@ -38,9 +40,10 @@ from adapters.hub.workspace import Bookkeeping
 
 __all__ = [
     "EFFORTS", "NOT_MINE", "PLATFORM_FACADE", "THREAD_HELP", "Answer", "Approve", "Attach", "Attached", "Bookkeeping",
-    "CardProblem", "Chosen", "Click", "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings", "Incoming",
-    "Intent",
+    "CardProblem", "Checkpoint", "Chosen", "Click", "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings",
+    "Incoming", "Intent",
     "IntentResult", "Interrupt", "LiveRun", "OpenCard", "Oracle", "Resume", "RunFactory", "RunOptions", "RunPipe",
-    "RunPlan", "Said", "SavedFile", "Send", "ShowFiles", "Start", "Steer", "Stop", "Unfollow", "UploadLimits", "Wake",
+    "RunPlan", "Said", "SavedFile", "Send", "ShowFiles", "Start", "Steer", "Stop", "Undo", "Unfollow", "UploadLimits",
+    "Wake",
     "default_factory", "human_size", "inside", "opens_form", "workspace_files",
 ]

@@ -10,7 +10,7 @@ submit(intent, actor, delivery_id=, where=)
   4. which run              the intent's run_id → its record ("No run r1." when there is none)
   5. who may                intents.PERMISSIONS → Access; a refusal is told to the actor alone
   6. handler                handlers.py, mirrors.py (Follow, Unfollow), rounds.py (Continue, Resume),
-                            intake.py (Attach), steering.py (Steer): each applies only what is its own
+                            intake.py (Attach), steering.py (Steer), undo.py (Undo): each applies only its own
   7. what the person hears  the IntentResult: `to_show(quiet_when_ok=)` is the one rule (results.py)
 ```
 
@@ -47,6 +47,7 @@ from adapters.hub.intents import (
     Start,
     Steer,
     Stop,
+    Undo,
     Unfollow,
     Wake,
 )
@@ -57,6 +58,7 @@ from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
 from adapters.hub.routing import NOT_MINE, WordsFirst, click, said
 from adapters.hub.steering import SteerHandler
+from adapters.hub.undo import UndoHandler
 from adapters.ids import IdError, decode
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
@@ -75,6 +77,7 @@ class Handlers:
     rounds: Rounds  # Continue, Resume
     intake: FileIntake  # Attach
     steers: SteerHandler  # Steer
+    undos: UndoHandler  # Undo
 
 
 class Door:
@@ -84,7 +87,7 @@ class Door:
         self.refuse = platforms.refuse
         self.starts, self.card_handler, self.run_handler = handlers.starts, handlers.cards, handlers.runs
         self.mirrors, self.rounds, self.intake = handlers.mirrors, handlers.rounds, handlers.intake
-        self.steers = handlers.steers
+        self.steers, self.undos = handlers.steers, handlers.undos
 
     async def submit(self, intent: Intent, actor: str, *, delivery_id: str | None = None,
                      where: ThreadRef | None = None) -> IntentResult:
@@ -184,6 +187,8 @@ class Door:
                 return await runs.stop(intent, record, actor)
             case Steer():
                 return await self.steers.steer(intent, record, actor)
+            case Undo():
+                return await self.undos.undo(intent, record, actor, where)
             case Wake():
                 return await runs.wake(intent, record, actor)
             case Continue():

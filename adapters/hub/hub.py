@@ -57,6 +57,7 @@ from adapters.hub.rounds import Rounds
 from adapters.hub.runs import LiveRun
 from adapters.hub.settings import HubSettings
 from adapters.hub.steering import SteerHandler
+from adapters.hub.undo import UndoHandler
 from adapters.hub.wake import Restarts
 from adapters.people import People
 from adapters.platform import Surface, ThreadRef
@@ -113,7 +114,8 @@ class Hub:
             cards=CardHandler(self.registry, self.cards, self.platforms, self.mirrors, self.restarts, refuse),
             runs=RunHandler(self.registry, store, self.restarts, self.access, self.outboxes, refuse),
             mirrors=self.mirrors, rounds=self.rounds, intake=self.intake,
-            steers=SteerHandler(s, self.registry, refuse)))
+            steers=SteerHandler(s, self.registry, refuse),
+            undos=UndoHandler(self.registry, self.admission, self.outboxes, refuse)))
         self._query = HubQuery(self.registry, self.cards, self.mirrors, self.access, self.people, self.intake,
                               self.admission, self.rounds, s)
         self._hooks = HubHooks(store, self.people, self.launcher.taps, self.mirrors)

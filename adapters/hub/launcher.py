@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from adapters.hub.cards import CardRules
+from adapters.hub.checkpoints import take_note
 from adapters.hub.fanout import ALL, Fanout, Target
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.options import RunOptions
@@ -75,8 +76,11 @@ class Launcher:
         so far (what it spent, its cap as last raised)."""
         opts, s = RunOptions.load(Path(record.run_dir)), self.settings
         where = f"{record.thread.platform}:{record.thread.channel}"  # the channel's approvals add to the bot's
+        # What a person undid since the run's last turn goes with the words that start its next one.
+        said = take_note(record.run_dir, how.said) if how.said else how.said
+        remark = take_note(record.run_dir, how.remark) if how.remark else how.remark
         return RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=how.waking,
-                       remark=how.remark, round=record.round, said=how.said, language=s.language,
+                       remark=remark, round=record.round, said=said, language=s.language,
                        timeout_s=s.timeout_s if opts.timeout_s is None else opts.timeout_s,
                        max_asks=s.max_asks if opts.max_asks is None else opts.max_asks,
                        budget_usd=record.cap_usd if record.cap_usd is not None else

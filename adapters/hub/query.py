@@ -3,7 +3,7 @@ collaborator that owns it.
 
 ```
 runs        run · is_live · runs · run_in · holder · state · thread_by_id · followers · status · wait · model ·
-            run_meant
+            run_meant · checkpoints
 cards       open_cards · card_state · card_by_key
 people      may · followable · resumable · display · upload_limits
 ```
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from adapters.access import Access, Decision
 from adapters.hub.admission import Admission
 from adapters.hub.cards import CardProblem, CardRules, OpenCard
+from adapters.hub.checkpoints import Checkpoint, Checkpoints
 from adapters.hub.intake import FileIntake
 from adapters.hub.intents import Permission
 from adapters.hub.mirrors import Mirrors
@@ -28,6 +29,7 @@ from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
 from adapters.hub.settings import HubSettings, UploadLimits
 from adapters.hub.steering import Chosen, chosen
+from adapters.hub.undo import checkpoint_list
 from adapters.people import People
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
@@ -71,6 +73,12 @@ class HubQuery:
         if not mine:
             return "You have no live run in this channel; name the run (its id is on its status card)."
         return f"You have {len(mine)} live runs here ({', '.join(r.run_id for r in mine)}); name one of them."
+
+    def checkpoints(self, run_id: str) -> list[tuple[Checkpoint, list[str]]] | None:
+        """The run's checkpoints, newest first, each with the files Undo to it would put back (None: no such
+        run). Reads the workspace: call it off the loop for a big one."""
+        record = self.registry.record(run_id)
+        return checkpoint_list(Checkpoints(record.run_dir, record.workspace)) if record is not None else None
 
     def is_live(self, run_id: str) -> bool:
         """Running (or parked) in this process's care, as opposed to ended or asleep."""

@@ -39,6 +39,7 @@ body is one flat object, so one nested too deeply for the parser is malformed, n
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 
@@ -57,6 +58,7 @@ from adapters.hub import (
     Send,
     Steer,
     Stop,
+    Undo,
     Wake,
 )
 from adapters.platform import ThreadRef
@@ -203,6 +205,25 @@ async def model(request: web.Request) -> web.Response:
                               "effort": now.effort if now else ""})
 
 
+async def checkpoints(request: web.Request) -> web.Response:
+    """[{"id", "label", "at", "files"}], newest first: `files` are what undoing to it would put back."""
+    ctx, record = context_of(request), record_of(request)
+    listed = await asyncio.to_thread(ctx.hub.query.checkpoints, record.run_id) or []
+    return web.json_response([{"id": cp.id, "label": cp.label, "at": round(cp.at, 3), "files": files}
+                              for cp, files in listed])
+
+
+async def undo(request: web.Request) -> web.Response:
+    """{"checkpoint"}: the workspace back as it was then (409 while the run or another in its workspace is live;
+    404 an unknown checkpoint)."""
+    ctx, record = context_of(request), record_of(request)
+    name = text_field(await read_body(request, {"checkpoint": str}), "checkpoint").strip()
+    listed = await asyncio.to_thread(ctx.hub.query.checkpoints, record.run_id) or []
+    if not any(cp.id == name for cp, _ in listed):
+        raise ApiError(404, f"run {record.run_id} has no checkpoint {name!r} (GET .../checkpoints lists them)")
+    return ctx.show(await ctx.hub.submit(Undo(record.run_id, name), WEB_USER, where=ctx.where(record)))
+
+
 async def oracle(request: web.Request) -> web.Response:
     ctx, record = context_of(request), record_of(request)
     question = text_field(await read_body(request, {"question": str}), "question")
@@ -248,6 +269,8 @@ def routes() -> list[web.RouteDef]:
         web.post("/api/runs/{run_id}/continue", continue_run),
         web.post("/api/runs/{run_id}/oracle", oracle),
         web.post("/api/runs/{run_id}/model", model),
+        web.get("/api/runs/{run_id}/checkpoints", checkpoints),
+        web.post("/api/runs/{run_id}/undo", undo),
         web.post("/api/runs/{run_id}/say", say),
         web.post("/api/action", action),
     ]
