@@ -17,6 +17,8 @@ int   interrupt the run with a message    —          —
 orc   ask the oracle about the run        —          —
 wake  wake a run that did not come back   —          —
 fil   post the run's changed files         —          —
+undo  list the run's checkpoints          —          —
+rst   restore a checkpoint (its id)        required   —
 ====  ==================================  =========  ======
 
 Fields may not contain ":" or whitespace. ``ID_PATTERN`` is a regex usable as a discord.py
@@ -44,6 +46,8 @@ VERBS: dict[str, tuple[bool, bool]] = {
     "orc": (False, False),
     "wake": (False, False),
     "fil": (False, False),
+    "undo": (False, False),
+    "rst": (True, False),  # card_id: the checkpoint's id (adapters/hub/checkpoints.py)
 }
 
 _FIELD = r"[^:\s]"

@@ -240,7 +240,9 @@ def hub_settings(cfg: BotConfig) -> HubSettings:
                                         for c in cfg.channels
                                         if c.max_upload_mb is not None or c.max_run_upload_mb is not None},
                        approvals=cfg.approvals, channel_approvals={c.channel: c.approvals for c in cfg.channels
-                                                                   if c.approvals})
+                                                                   if c.approvals},
+                       model=cfg.model, effort=cfg.effort, models=cfg.models,
+                       channel_models={c.channel: c.models for c in cfg.channels if c.models})
 
 
 def _transport(cfg: BotConfig) -> RedisTransport | None:

@@ -19,6 +19,9 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     max_upload_mb = 20           # one file people attach to a run (saved in its workspace's inbox/)
     max_run_upload_mb = 200      # everything attached to one run
     language = "en"              # FLOWER_LANG: what the agent is told in ("zh": the original flower's Chinese)
+    model = "claude-opus-4-6"    # a run's model when its starter chose none (omit: the CLI's default)
+    effort = "high"              # low, medium, high, xhigh or max (omit: the CLI's default)
+    models = ["claude-opus-4-6", "claude-sonnet-4-6"]  # the models people may choose (omit: any)
 
     [surfaces]                   # which front ends `flower-bot` runs when none is named
     web = true
@@ -29,6 +32,7 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     responders = ["U02"]         # who may answer, send and interrupt (absent: everyone)
     admins = ["U03"]             # may do everything, including stopping others' runs
     max_budget_usd = 20          # a starter cannot ask for a bigger cost cap here (and gets this one by default)
+    models = ["claude-sonnet-4-6"]  # the models people may choose here (also within [bot] models)
 
 A problem is a `ConfigError` with one line that names the bad key or the missing variable.
 """
@@ -53,9 +57,9 @@ LOG_FORMATS = ("text", "json")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "warm_pool",
              "max_parked", "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start",
              "max_upload_mb", "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "approval_timeout_s",
-             "unattended_approvals", "language"}
+             "unattended_approvals", "language", "model", "effort", "models"}
 _CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd", "max_upload_mb",
-                 "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools"}
+                 "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "models"}
 
 
 class ConfigError(Exception):
@@ -73,6 +77,7 @@ class ChannelConfig:
     max_upload_mb: float | None = None  # None: the [bot] value
     max_run_upload_mb: float | None = None
     approvals: dict[str, Any] = field(default_factory=dict)  # ask/allow/deny_tools, adding to the bot's
+    models: tuple[str, ...] = ()  # the models people may choose here (empty: the bot's list)
 
 
 @dataclass
@@ -99,6 +104,9 @@ class BotConfig:
     max_upload_mb: float = 20.0
     max_run_upload_mb: float = 200.0
     language: str = "en"  # flower_core.lang: what the model reads from the bridge and the framework
+    model: str | None = None  # a run's model and effort by default (None: the CLI's)
+    effort: str | None = None
+    models: tuple[str, ...] = ()  # the models people may choose (empty: any)
     web_host: str = "127.0.0.1"
     web_port: int = 8470
     config_path: Path | None = None
@@ -149,6 +157,9 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         max_upload_mb=_pick(None, bot, "max_upload_mb", float, 20.0, low=0.0),
         max_run_upload_mb=_pick(None, bot, "max_run_upload_mb", float, 200.0, low=0.0),
         language=language(_flag(args, "lang"), env, _typed(bot, "language", str, None)),
+        model=_typed(bot, "model", str, None) or None,
+        effort=_effort(_typed(bot, "effort", str, None)),
+        models=_models(bot, "[bot]"),
         web_host=args.host or env.get("FLOWER_WEB_HOST") or "127.0.0.1",
         web_port=_port(args.port if args.port is not None else env.get("FLOWER_WEB_PORT", 8470)),
         config_path=Path(args.config).resolve() if args.config else None,
@@ -324,8 +335,25 @@ def _channels(table: Any) -> list[ChannelConfig]:
         out.append(ChannelConfig(name, Path(workspace).expanduser().resolve() if workspace else None,
                                  lists["starters"], lists["responders"], lists["admins"] or frozenset(),
                                  None if ceiling is None else float(ceiling),
-                                 approvals=_approvals(entry, where), **uploads))
+                                 approvals=_approvals(entry, where), models=_models(entry, where), **uploads))
     return out
+
+
+def _models(table: dict[str, Any], where: str) -> tuple[str, ...]:
+    value = table.get("models")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"config: {where}.models must be a list of model names (strings)")
+    return tuple(value)
+
+
+def _effort(value: str | None) -> str | None:
+    from flower_core.runtime import effort_problem
+
+    if value and (bad := effort_problem(value)) is not None:
+        raise ConfigError(f"config: [bot].effort: {bad}")
+    return value or None
 
 
 def _approvals(table: dict[str, Any], where: str) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
     flower "task" [--timeout S] [--asks N] [--budget USD] [--approve TOOLS] [--window T] [--no-handoff] [--lang L]
                   [--rounds N] [--no-goal] [--judge-can-run] [--isolate] [--new] [--clarify-only] [--no-trim]
-                  [-w DIR] [-r DIR]
-    flower run MODULE:ATTR [-w DIR] [-r DIR]     # a Workflow you wrote (flows.py:main, mypkg.flows:build)
-    flower once "prompt" [-t TOOLS] [-i TEXT] [-p MODE] [-b USD] [--resume ID [--fork]] [-w DIR] [-r DIR]
+                  [--model NAME] [--effort LEVEL] [-w DIR] [-r DIR]
+    flower run MODULE:ATTR [--model NAME] [--effort LEVEL] [-w DIR] [-r DIR]   # a Workflow you wrote
+    flower once "prompt" [-t TOOLS] [-i TEXT] [-p MODE] [-b USD] [--resume ID [--fork]] [--model NAME]
+                [--effort LEVEL] [-w DIR] [-r DIR]
     flower demo          # offline: a model double plays the model, no API key
     flower setup [--token] [--file PATH]   # keep your key (and endpoint) in ~/.config/flower/.env
 
@@ -58,6 +59,15 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="session store and manifest, relative to the current directory (default: runs)")
 
 
+def _model_flags(p: argparse.ArgumentParser) -> None:
+    from flower_core.runtime import EFFORTS
+
+    p.add_argument("--model", default=None, metavar="NAME",
+                   help="the model every agent of the run uses, e.g. claude-opus-4-6 (default: the CLI's)")
+    p.add_argument("--effort", default=None, choices=EFFORTS,
+                   help="how hard the model thinks (default: the CLI's)")
+
+
 def _flow_flags(p: argparse.ArgumentParser, *, timeout: float | None) -> None:
     p.add_argument("--timeout", type=float, default=timeout, metavar="SECONDS",
                    help="how long a question waits for you; 0 = unattended, questions settle at once")
@@ -103,10 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     go.add_argument("task", nargs="?", default=None, help="what you want done")
     _flow_flags(go, timeout=1800.0)
     _go_flags(go)
+    _model_flags(go)
     _common(go)
 
     run = sub.add_parser("run", help="run a Workflow you wrote: MODULE:ATTR or FILE.py:ATTR (called if callable)")
     run.add_argument("target", help="e.g. flows.py:main or mypkg.flows:build")
+    _model_flags(run)
     _common(run)
 
     once = sub.add_parser("once", help="one agent step, no workflow, no interaction")
@@ -117,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     once.add_argument("-b", "--budget", type=float, default=None, metavar="USD", help="cost cap in dollars")
     once.add_argument("--resume", default=None, metavar="SESSION_ID", help="go on with this stored session")
     once.add_argument("--fork", action="store_true", help="with --resume: branch off a new session instead")
+    _model_flags(once)
     _common(once)
 
     demo = sub.add_parser("demo", help="the offline demo: a local model double, no API key")
@@ -170,7 +183,8 @@ async def _once(args: argparse.Namespace) -> int:
     workspace.mkdir(parents=True, exist_ok=True)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     spec = AgentSpec(name="ad-hoc", system_prompt=args.instructions, allowed_tools=tools,
-                     permission_mode=args.permission_mode, max_budget_usd=args.budget)
+                     permission_mode=args.permission_mode, max_budget_usd=args.budget, model=args.model,
+                     effort=args.effort)
     if args.fork and not args.resume:
         raise UsageError("flower: --fork branches off a stored session; give it with --resume SESSION_ID.")
     rt = Runtime(workspace=workspace, run_dir=Path(args.run_dir), resilience=bridge_resilience())
@@ -206,7 +220,8 @@ async def _go(args: argparse.Namespace) -> int:
                           budget_usd=args.budget, approve=args.approve, rounds=args.rounds, goal=not args.no_goal,
                           clarify_only=args.clarify_only, new=args.new, isolate=args.isolate,
                           judge_can_run=args.judge_can_run, language=language_of(args.lang))
-    drive = DriveChoices(window=args.window, handoff=not args.no_handoff, trim=not args.no_trim)
+    drive = DriveChoices(window=args.window, handoff=not args.no_handoff, trim=not args.no_trim, model=args.model,
+                         effort=args.effort)
     return await run_starter(args.task, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir),
                              flow=flow, drive=drive)
 
@@ -218,7 +233,8 @@ async def _run(args: argparse.Namespace) -> int:
         wf = load_target(args.target)
     except TargetError as exc:
         raise UsageError(str(exc)) from exc
-    return await drive_workflow(wf, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir))
+    return await drive_workflow(wf, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir),
+                                drive=DriveChoices(model=args.model, effort=args.effort))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

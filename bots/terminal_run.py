@@ -82,12 +82,15 @@ class StarterChoices:
 @dataclass(frozen=True)
 class DriveChoices:
     """How the Runtime that drives a workflow in the terminal is built: its context ``window`` (None: the
-    Runtime's default), ``handoff``, the CLI's ``env`` (None: this process's), ``trim`` (trimming store)."""
+    Runtime's default), ``handoff``, the CLI's ``env`` (None: this process's), ``trim`` (trimming store),
+    ``model`` / ``effort`` (the run's, over every agent's own; None: theirs or the CLI's)."""
 
     window: int | None = None
     handoff: bool = True
     env: dict[str, str] | None = None
     trim: bool = False
+    model: str | None = None
+    effort: str | None = None
 
 
 # `flower go` trims, as the original's `go` does; `flower run` drives a workflow as given.
@@ -140,7 +143,7 @@ async def drive_workflow(wf: Any, *, workspace: Path, run_dir: Path, drive: Driv
     workbench = getattr(wf, "workbench", None)
     runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": workbench,
                                       "handoff": drive.handoff, "env": env, "resilience": bridge_resilience(),
-                                      "trim": drive.trim}
+                                      "trim": drive.trim, "model": drive.model, "effort": drive.effort}
     if drive.window:
         runtime_kwargs["window"] = drive.window
     rt = Runtime(**runtime_kwargs)

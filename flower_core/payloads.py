@@ -274,13 +274,17 @@ class InputNotePayload(_Reader):
 
 @dataclass(frozen=True)
 class RetryPayload(_Reader):
-    """retry: an attempt failed and another follows (``offline``: waiting for the endpoint first)."""
+    """retry: an attempt failed and another follows (``offline``: waiting for the endpoint first;
+    ``model_refused``: the endpoint refused a model a person chose, and the run goes on with ``model``,
+    "" for its default)."""
 
     step: str = ""
     attempt: int | None = None
     max_attempts: int | None = None
     error: str = ""
     offline: bool = False
+    model_refused: str = ""
+    model: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,13 @@ from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
 from tests.support.redis_support import RedisServer, redis_server_binary
 
 
-def scenario_of(*conversations: dict[str, Any], name: str = "test") -> Scenario:
-    """Build a scenario inline: scenario_of({"name": "main", "turn": [{"say": "hi"}]})."""
-    return parse_scenario({"name": name, "conversation": list(conversations)}, name=name)
+def scenario_of(*conversations: dict[str, Any], name: str = "test", models: list[str] | None = None) -> Scenario:
+    """Build a scenario inline: scenario_of({"name": "main", "turn": [{"say": "hi"}]}); `models`: the only
+    model names the double serves (others get the API's 404)."""
+    data: dict[str, Any] = {"name": name, "conversation": list(conversations)}
+    if models is not None:
+        data["models"] = models
+    return parse_scenario(data, name=name)
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
-"""`/flower` — run, stop, end, status, runs, follow, unfollow, resume, wake, help — as a discord.py
-`app_commands.Group`.
+"""`/flower` — run, stop, end, status, runs, follow, unfollow, resume, wake, model, effort, help — as a
+discord.py `app_commands.Group`.
 
 Every command acknowledges at once (an ephemeral "thinking…" placeholder, well inside Discord's
 3 seconds), does its work, then replaces the placeholder with its answer, which only the caller
@@ -21,7 +21,20 @@ from discord import app_commands
 from adapters.discord_bridge.context import PLATFORM, DiscordContext
 from adapters.discord_bridge.render import NO_MENTIONS, SUBAGENT_WARNING, ActionButton
 from adapters.discord_bridge.reply import Reply
-from adapters.hub import THREAD_HELP, Follow, IntentResult, Interrupt, Resume, RunOptions, Start, Stop, Unfollow, Wake
+from adapters.hub import (
+    EFFORTS,
+    THREAD_HELP,
+    Follow,
+    IntentResult,
+    Interrupt,
+    Resume,
+    RunOptions,
+    Start,
+    Steer,
+    Stop,
+    Unfollow,
+    Wake,
+)
 from adapters.ids import encode
 from adapters.platform import ThreadRef
 from adapters.platform.limits import DISCORD
@@ -35,11 +48,15 @@ log = logging.getLogger(__name__)
 # Plain ints: discord.py reads the Range bounds into the registered command (manifest/discord-commands.json).
 TEXT_MAX, THREAD_TITLE_MAX = DISCORD.command_text_max, DISCORD.thread_title_max
 ENDED_SHOWN = 10  # `/flower runs all:True`: the caller's newest ended runs
+EFFORT_CHOICES = [app_commands.Choice(name=e, value=e) for e in EFFORTS]
 
 HELP = "\n".join([
     "**flower** runs a long agent task and follows it in a thread.",
     "• `/flower run task:<what to do>` — starts a run; its status card is posted here and a thread opens under it. "
-    "Options: `timeout` (seconds a question waits; 0 = never wait), `asks` (question quota), `budget` (USD cap).",
+    "Options: `timeout` (seconds a question waits; 0 = never wait), `asks` (question quota), `budget` (USD cap), "
+    "`model`, `effort`.",
+    "• `/flower model name:<model>` and `/flower effort level:<level>` in a run's thread change its model or effort "
+    "from its next turn (elsewhere: add `run:<id>`, or it is your one live run in this channel).",
     *(f"• {line}" for line in THREAD_HELP),
     "• On Discord you may also **reply** to a question card to answer it in words.",
     "• `/flower stop [message]` in the thread interrupts the agent (it resumes the same session with your words; a "
@@ -63,17 +80,22 @@ class FlowerCommands(app_commands.Group):
                            "(0 = never wait)", asks="How many questions it may ask (0 = none)",
                            budget="Cost cap in US dollars",
                            approve="Tools to ask about first: bash, edits, write, web, all, or rules like "
-                           "Bash(git push:*)")
+                           "Bash(git push:*)", model="The model, e.g. claude-opus-4-6 (default: the bot's)",
+                           effort="How hard the model thinks (default: the bot's)")
+    @app_commands.choices(effort=EFFORT_CHOICES)
     async def run(self, interaction: discord.Interaction[Any], task: app_commands.Range[str, 1, TEXT_MAX],
                   timeout: app_commands.Range[float, 0, 604800] | None = None,
                   asks: app_commands.Range[int, 0, 1000] | None = None,
                   budget: app_commands.Range[float, 0, 10000] | None = None,
-                  approve: app_commands.Range[str, 1, 500] | None = None) -> None:
+                  approve: app_commands.Range[str, 1, 500] | None = None,
+                  model: app_commands.Range[str, 1, 100] | None = None,
+                  effort: app_commands.Choice[str] | None = None) -> None:
         reply = Reply(interaction)
         reply.ack(thinking=True)
         async with reply.active():
             tools = RunOptions.approve_from(approve) if approve else None
-            await self._start(reply, interaction, task, RunOptions(timeout, asks, budget, tools))
+            await self._start(reply, interaction, task, RunOptions(timeout, asks, budget, tools, model=model or None,
+                                                                   effort=effort.value if effort else None))
 
     async def _start(self, reply: Reply, interaction: discord.Interaction[Any], task: str,
                      options: RunOptions) -> None:
@@ -143,6 +165,37 @@ class FlowerCommands(app_commands.Group):
                 await reply.say("Use `/flower end` inside a run's thread (or the Stop button on its status card).")
             else:
                 await self.ctx.show(reply, await self.ctx.hub.submit(Stop(run_id), user))
+
+    @app_commands.command(name="model", description="Change a run's model from its next turn")
+    @app_commands.describe(name="The model, e.g. claude-sonnet-4-6",
+                           run="The run's id (default: this thread's run, or your one live run in this channel)")
+    async def model(self, interaction: discord.Interaction[Any], name: app_commands.Range[str, 1, 100],
+                    run: app_commands.Range[str, 1, 64] | None = None) -> None:
+        await self._steer(interaction, run, model=name.strip())
+
+    @app_commands.command(name="effort", description="Change how hard a run's model thinks, from its next turn")
+    @app_commands.describe(level="low … max",
+                           run="The run's id (default: this thread's run, or your one live run in this channel)")
+    @app_commands.choices(level=EFFORT_CHOICES)
+    async def effort(self, interaction: discord.Interaction[Any], level: app_commands.Choice[str],
+                     run: app_commands.Range[str, 1, 64] | None = None) -> None:
+        await self._steer(interaction, run, effort=level.value)
+
+    async def _steer(self, interaction: discord.Interaction[Any], run: str | None, *, model: str = "",
+                     effort: str = "") -> None:
+        reply = Reply(interaction)
+        reply.ack(thinking=True)
+        async with reply.active():
+            user = self.ctx.note(interaction.user)
+            thread, here = self.ctx.run_here(interaction.channel)
+            run_id = (run or "").strip() or here
+            channel = thread.channel if thread is not None else str(getattr(interaction.channel, "id", ""))
+            meant = self.ctx.hub.query.run_meant(user, platform=PLATFORM, channel=channel, run_id=run_id or "")
+            if isinstance(meant, str):
+                await reply.say(meant)
+                return
+            await self.ctx.show(reply, await self.ctx.hub.submit(Steer(meant.run_id, model, effort), user),
+                                quiet_when_ok=False)
 
     @app_commands.command(name="status", description="This thread's run, or every run going")
     async def status(self, interaction: discord.Interaction[Any]) -> None:

@@ -4,6 +4,7 @@ Platforms import from here only: the Hub's door (`submit`), the intents it takes
 """
 
 from adapters.hub.cards import CardProblem, OpenCard
+from adapters.hub.checkpoints import Checkpoint
 from adapters.hub.files import Attached, Incoming, SavedFile, human_size, inside, workspace_files
 from adapters.hub.hub import PLATFORM_FACADE, Hub
 from adapters.hub.intents import (
@@ -22,7 +23,9 @@ from adapters.hub.intents import (
     Send,
     ShowFiles,
     Start,
+    Steer,
     Stop,
+    Undo,
     Unfollow,
     Wake,
 )
@@ -32,12 +35,15 @@ from adapters.hub.results import Form, IntentResult
 from adapters.hub.routing import NOT_MINE, opens_form
 from adapters.hub.runs import LiveRun, RunFactory, RunOptions, RunPlan, default_factory
 from adapters.hub.settings import HubSettings, UploadLimits
+from adapters.hub.steering import EFFORTS, Chosen
 from adapters.hub.workspace import Bookkeeping
 
 __all__ = [
-    "NOT_MINE", "PLATFORM_FACADE", "THREAD_HELP", "Answer", "Approve", "Attach", "Attached", "Bookkeeping",
-    "CardProblem", "Click", "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings", "Incoming", "Intent",
+    "EFFORTS", "NOT_MINE", "PLATFORM_FACADE", "THREAD_HELP", "Answer", "Approve", "Attach", "Attached", "Bookkeeping",
+    "CardProblem", "Checkpoint", "Chosen", "Click", "Continue", "Decline", "Follow", "Form", "Hub", "HubSettings",
+    "Incoming", "Intent",
     "IntentResult", "Interrupt", "LiveRun", "OpenCard", "Oracle", "Resume", "RunFactory", "RunOptions", "RunPipe",
-    "RunPlan", "Said", "SavedFile", "Send", "ShowFiles", "Start", "Stop", "Unfollow", "UploadLimits", "Wake",
+    "RunPlan", "Said", "SavedFile", "Send", "ShowFiles", "Start", "Steer", "Stop", "Undo", "Unfollow", "UploadLimits",
+    "Wake",
     "default_factory", "human_size", "inside", "opens_form", "workspace_files",
 ]

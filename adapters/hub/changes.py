@@ -102,12 +102,13 @@ async def changed(workspace: Path, since: float, rule: Bookkeeping | None = None
 
 
 def with_changes(msgs: list[OutMessage], changes: Changes, run_id: str) -> list[OutMessage]:
-    """The summary among `msgs`, with the changed-files line (and the diff stat) and a Files button."""
+    """The summary among `msgs`, with the changed-files line (and the diff stat), a Files button and
+    "Undo changes…" (undo.py)."""
     if not changes.paths:
         return msgs
     text = changes.line() + (f"\n```\n{changes.stat[-1500:]}\n```" if changes.stat else "")
-    button = Button("Files", encode("fil", run_id))
-    return [dataclasses.replace(m, text=f"{m.text}\n\n{text}", buttons=[*m.buttons, button])
+    buttons = [Button("Files", encode("fil", run_id)), Button("Undo changes…", encode("undo", run_id))]
+    return [dataclasses.replace(m, text=f"{m.text}\n\n{text}", buttons=[*m.buttons, *buttons])
             if m.kind == "summary" else m for m in msgs]
 async def post_files(record: RunRecord, user: str, where: ThreadRef | None, *, access: Access, refuse: Refuse,
                      outboxes: Outboxes) -> IntentResult:

@@ -10,7 +10,7 @@ submit(intent, actor, delivery_id=, where=)
   4. which run              the intent's run_id → its record ("No run r1." when there is none)
   5. who may                intents.PERMISSIONS → Access; a refusal is told to the actor alone
   6. handler                handlers.py, mirrors.py (Follow, Unfollow), rounds.py (Continue, Resume),
-                            intake.py (Attach): each applies only what is its own
+                            intake.py (Attach), steering.py (Steer), undo.py (Undo): each applies only its own
   7. what the person hears  the IntentResult: `to_show(quiet_when_ok=)` is the one rule (results.py)
 ```
 
@@ -45,7 +45,9 @@ from adapters.hub.intents import (
     Send,
     ShowFiles,
     Start,
+    Steer,
     Stop,
+    Undo,
     Unfollow,
     Wake,
 )
@@ -55,6 +57,8 @@ from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
 from adapters.hub.routing import NOT_MINE, WordsFirst, click, said
+from adapters.hub.steering import SteerHandler
+from adapters.hub.undo import UndoHandler
 from adapters.ids import IdError, decode
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
@@ -72,6 +76,8 @@ class Handlers:
     mirrors: Mirrors  # Follow, Unfollow
     rounds: Rounds  # Continue, Resume
     intake: FileIntake  # Attach
+    steers: SteerHandler  # Steer
+    undos: UndoHandler  # Undo
 
 
 class Door:
@@ -81,6 +87,7 @@ class Door:
         self.refuse = platforms.refuse
         self.starts, self.card_handler, self.run_handler = handlers.starts, handlers.cards, handlers.runs
         self.mirrors, self.rounds, self.intake = handlers.mirrors, handlers.rounds, handlers.intake
+        self.steers, self.undos = handlers.steers, handlers.undos
 
     async def submit(self, intent: Intent, actor: str, *, delivery_id: str | None = None,
                      where: ThreadRef | None = None) -> IntentResult:
@@ -178,6 +185,10 @@ class Door:
                 return await runs.oracle(intent, record, actor)
             case Stop():
                 return await runs.stop(intent, record, actor)
+            case Steer():
+                return await self.steers.steer(intent, record, actor)
+            case Undo():
+                return await self.undos.undo(intent, record, actor, where)
             case Wake():
                 return await runs.wake(intent, record, actor)
             case Continue():

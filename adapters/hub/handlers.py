@@ -21,6 +21,7 @@ from adapters.chores import Chores
 from adapters.hub.admission import Admission
 from adapters.hub.cards import CardCheck, CardProblem, CardRules
 from adapters.hub.changes import post_files
+from adapters.hub.checkpoints import checkpoint
 from adapters.hub.intents import Answer, Approve, Decline, Interrupt, Oracle, Send, Start, Stop, Wake
 from adapters.hub.launcher import Launcher
 from adapters.hub.mirrors import Mirrors
@@ -71,7 +72,7 @@ class StartHandler:
         if (busy := self.admission.busy(workspace)) is not None:
             return await self.refuse(thread, user, f"This channel's workspace is busy with run {busy}.", busy)
         options = start.options or RunOptions()
-        if (bad := options.problem()) is not None:
+        if (bad := options.problem() or self.settings.model_problem(options.model, channel)) is not None:
             return await self.refuse(thread, user, bad, "")
         options, over = options.within(self.settings.budget_ceilings.get(channel), default=self.settings.budget_usd)
         if over is not None:
@@ -81,6 +82,7 @@ class StartHandler:
         self.store.bind_thread(thread, run_id)
         try:
             options.save(run_dir)
+            await checkpoint(run_dir, workspace, "round 1 started")
             self.launcher.launch(record)
         except Exception as exc:  # the factory refused (bad task, unreadable workspace...)
             self.store.set_run_status(run_id, RunStatus.FAILED)
@@ -128,6 +130,8 @@ class CardHandler:
         check = self.cards.check(run_id, card_id)
         if check.card is None:
             return late(check, run_id)
+        if not decline:  # what the workspace held while the question waited: Undo can go back to it
+            await checkpoint(record.run_dir, record.workspace, f"question {card_id} answered")
         if (live := self.registry.live.get(run_id)) is not None:
             place = self.platforms.name(where) if where is not None and self.mirrors.spread(live) else ""
             result = await live.answer(check.card, text, user, decline=decline, where=place)

@@ -56,6 +56,8 @@ from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
 from adapters.hub.runs import LiveRun
 from adapters.hub.settings import HubSettings
+from adapters.hub.steering import SteerHandler
+from adapters.hub.undo import UndoHandler
 from adapters.hub.wake import Restarts
 from adapters.people import People
 from adapters.platform import Surface, ThreadRef
@@ -112,9 +114,11 @@ class Hub:
             starts=StartHandler(s, store, self.registry, self.admission, self.launcher, self.transport, refuse),
             cards=CardHandler(self.registry, self.cards, self.platforms, self.mirrors, self.restarts, refuse),
             runs=RunHandler(self.registry, store, self.restarts, self.access, self.outboxes, refuse),
-            mirrors=self.mirrors, rounds=self.rounds, intake=self.intake))
+            mirrors=self.mirrors, rounds=self.rounds, intake=self.intake,
+            steers=SteerHandler(s, self.registry, refuse),
+            undos=UndoHandler(self.registry, self.admission, self.outboxes, refuse)))
         self._query = HubQuery(self.registry, self.cards, self.mirrors, self.access, self.people, self.intake,
-                              self.admission, self.rounds)
+                              self.admission, self.rounds, s)
         self._hooks = HubHooks(store, self.people, self.launcher.taps, self.mirrors)
 
     @property

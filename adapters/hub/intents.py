@@ -16,6 +16,8 @@ Attach         run_id, files, text, origin  send        files into the run's inb
 Interrupt      run_id, text                 send        cut the turn short with words (live)
 Oracle         run_id, question             answer      a side question about the run (live)
 Stop           run_id                       stop        end the run (or: never wake it)
+Steer          run_id, model, effort        send        the run's model and/or effort, from its next turn
+Undo           run_id, checkpoint           stop        list the checkpoints ("" ) / restore one (not live)
 Wake           run_id, remark               answer      bring back a run a restart left asleep
 Continue       run_id, text                 send        an ended run's next round
 Resume         run_id, text                 (own)       show the run in `where` too, and go on with text
@@ -44,7 +46,7 @@ from adapters.platform import ThreadRef
 
 __all__ = ["PERMISSIONS", "Answer", "Approve", "Attach", "Click", "Continue", "Decline", "Follow", "Intent",
            "Interrupt", "Oracle", "Permission", "Resume", "RunIntent", "Said", "Send", "ShowFiles", "Start",
-           "Stop", "Submit", "Unfollow", "Wake"]
+           "Steer", "Stop", "Submit", "Undo", "Unfollow", "Wake"]
 
 
 
@@ -113,6 +115,23 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class Steer:
+    """A new model and/or effort for the run ("" keeps that part as it is)."""
+
+    run_id: str
+    model: str = ""
+    effort: str = ""
+
+
+@dataclass(frozen=True)
+class Undo:
+    """The workspace back as a checkpoint saw it; "" lists the checkpoints (with a Restore button each)."""
+
+    run_id: str
+    checkpoint: str = ""
+
+
+@dataclass(frozen=True)
 class Wake:
     run_id: str
     remark: str = ""
@@ -166,15 +185,15 @@ class Click:
     stop_form: bool = False
 
 
-RunIntent = Answer | Decline | Approve | Send | Attach | Interrupt | Oracle | Stop | Wake | Continue | Resume | \
-    Follow | ShowFiles
+RunIntent = Answer | Decline | Approve | Send | Attach | Interrupt | Oracle | Stop | Steer | Undo | Wake | \
+    Continue | Resume | Follow | ShowFiles
 Intent = Start | RunIntent | Unfollow | Said | Click
 
 # Who may: the one table the door applies before any handler (intents absent here apply it themselves).
 PERMISSIONS: dict[type[RunIntent], RunPermission] = {
     Answer: "answer", Decline: "answer", Approve: "answer", Oracle: "answer", Wake: "answer",
-    Send: "send", Attach: "send", Interrupt: "send", Continue: "send",
-    Stop: "stop",
+    Send: "send", Attach: "send", Interrupt: "send", Continue: "send", Steer: "send",
+    Stop: "stop", Undo: "stop",
 }
 
 

@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from adapters.hub.cards import CardRules
+from adapters.hub.checkpoints import take_note
 from adapters.hub.fanout import ALL, Fanout, Target
 from adapters.hub.mirrors import Mirrors
 from adapters.hub.options import RunOptions
@@ -75,20 +76,25 @@ class Launcher:
         so far (what it spent, its cap as last raised)."""
         opts, s = RunOptions.load(Path(record.run_dir)), self.settings
         where = f"{record.thread.platform}:{record.thread.channel}"  # the channel's approvals add to the bot's
+        # What a person undid since the run's last turn goes with the words that start its next one.
+        said = take_note(record.run_dir, how.said) if how.said else how.said
+        remark = take_note(record.run_dir, how.remark) if how.remark else how.remark
         return RunPlan(record.task, Path(record.workspace), Path(record.run_dir), waking=how.waking,
-                       remark=how.remark, round=record.round, said=how.said, language=s.language,
+                       remark=remark, round=record.round, said=said, language=s.language,
                        timeout_s=s.timeout_s if opts.timeout_s is None else opts.timeout_s,
                        max_asks=s.max_asks if opts.max_asks is None else opts.max_asks,
                        budget_usd=record.cap_usd if record.cap_usd is not None else
                        s.budget_usd if opts.budget_usd is None else opts.budget_usd, spent_usd=record.spent_usd,
                        approvals=merge_rules(s.approvals, s.channel_approvals.get(where),
-                                             {"ask_tools": list(opts.approve or ())}))
+                                             {"ask_tools": list(opts.approve or ())}),
+                       model=opts.model or s.model, effort=opts.effort or s.effort)
 
     def launch(self, record: RunRecord, how: Launch = Launch()) -> LiveRun:
         """Show a run in its threads and start its run side through the transport (`how`: see Launch)."""
         plan = self.plan(record, how)
         view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6])
         view.status_card.round = record.round
+        view.status_card.model, view.status_card.effort = plan.model or "", plan.effort or ""
         fanout = Fanout(self._target(record, record.thread))
         for mirror in self.mirrors.targets_for(record):
             fanout.add(self._target(record, mirror.thread, mirror.scope))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from adapters.view import fmt as _fmt
 from flower_core.permissions import parse_rules
+from flower_core.runtime import effort_problem
 
 __all__ = ["OPTIONS_FILE", "RunOptions"]
 
@@ -23,6 +24,8 @@ class RunOptions:
     max_asks: int | None = None
     budget_usd: float | None = None
     approve: tuple[str, ...] | None = None  # tools to ask about before they run, beside the channel's
+    model: str | None = None  # the run's model and effort (a person may change them while it runs)
+    effort: str | None = None
 
     def to_json(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items() if v is not None})
@@ -47,6 +50,8 @@ class RunOptions:
             return "The question quota must be 0 or more."
         if self.budget_usd is not None and self.budget_usd < 0:
             return "The budget must be 0 or more dollars."
+        if (bad := effort_problem(self.effort)) is not None:
+            return bad
         if self.approve is not None:
             try:
                 parse_rules(list(self.approve), key="approve")
@@ -76,6 +81,10 @@ class RunOptions:
             if word:
                 out += APPROVE_ALIASES.get(word.lower(), (word,))
         return tuple(dict.fromkeys(out))
+
+    def steered(self, model: str | None, effort: str | None) -> RunOptions:
+        """These choices with a new model and/or effort (None keeps that part)."""
+        return replace(self, model=model or self.model, effort=effort or self.effort)
 
     def save(self, run_dir: Path) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)

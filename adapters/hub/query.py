@@ -2,7 +2,8 @@
 collaborator that owns it.
 
 ```
-runs        run · is_live · runs · run_in · holder · state · thread_by_id · followers · status · wait
+runs        run · is_live · runs · run_in · holder · state · thread_by_id · followers · status · wait · model ·
+            run_meant · checkpoints
 cards       open_cards · card_state · card_by_key
 people      may · followable · resumable · display · upload_limits
 ```
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from adapters.access import Access, Decision
 from adapters.hub.admission import Admission
 from adapters.hub.cards import CardProblem, CardRules, OpenCard
+from adapters.hub.checkpoints import Checkpoint, Checkpoints
 from adapters.hub.intake import FileIntake
 from adapters.hub.intents import Permission
 from adapters.hub.mirrors import Mirrors
@@ -25,7 +27,9 @@ from adapters.hub.registry import RunRegistry
 from adapters.hub.report import status_report
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
-from adapters.hub.settings import UploadLimits
+from adapters.hub.settings import HubSettings, UploadLimits
+from adapters.hub.steering import Chosen, chosen
+from adapters.hub.undo import checkpoint_list
 from adapters.people import People
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
@@ -38,9 +42,10 @@ __all__ = ["HubQuery"]
 
 class HubQuery:
     def __init__(self, registry: RunRegistry, cards: CardRules, mirrors: Mirrors, access: Access, people: People,
-                 intake: FileIntake, admission: Admission, rounds: Rounds) -> None:
+                 intake: FileIntake, admission: Admission, rounds: Rounds, settings: HubSettings) -> None:
         self.registry, self.cards, self.mirrors, self.access = registry, cards, mirrors, access
         self.people, self.intake, self.admission, self.rounds = people, intake, admission, rounds
+        self.settings = settings
 
     @property
     def store(self) -> StateStore:
@@ -50,6 +55,30 @@ class HubQuery:
     def run(self, run_id: str) -> RunRecord | None:
         """A run's record (None: no such run)."""
         return self.registry.record(run_id)
+
+    def model(self, run_id: str) -> Chosen | None:
+        """The run's model and effort as chosen, or the bot's defaults ("": the CLI's); None: no such run."""
+        record = self.registry.record(run_id)
+        return chosen(record, self.settings) if record is not None else None
+
+    def run_meant(self, user: str, *, platform: str, channel: str, run_id: str = "") -> RunRecord | str:
+        """The run a command typed outside a thread means (`/flower model opus [run id]`): the one named, else
+        the person's one live run in the channel; else what to say (no such run, none, or which of several)."""
+        if run_id:
+            record = self.registry.record(run_id)
+            return record if record is not None else f"No run {run_id}."
+        mine = self.registry.runs(user=user, platform=platform, channel=channel, live_only=True)
+        if len(mine) == 1:
+            return mine[0]
+        if not mine:
+            return "You have no live run in this channel; name the run (its id is on its status card)."
+        return f"You have {len(mine)} live runs here ({', '.join(r.run_id for r in mine)}); name one of them."
+
+    def checkpoints(self, run_id: str) -> list[tuple[Checkpoint, list[str]]] | None:
+        """The run's checkpoints, newest first, each with the files Undo to it would put back (None: no such
+        run). Reads the workspace: call it off the loop for a big one."""
+        record = self.registry.record(run_id)
+        return checkpoint_list(Checkpoints(record.run_dir, record.workspace)) if record is not None else None
 
     def is_live(self, run_id: str) -> bool:
         """Running (or parked) in this process's care, as opposed to ended or asleep."""

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from adapters.access import Access
 from adapters.hub.admission import Admission
+from adapters.hub.checkpoints import checkpoint
 from adapters.hub.fanout import ALL
 from adapters.hub.intents import Continue, Follow, Send, Submit
 from adapters.hub.launcher import Launch, Launcher
@@ -67,6 +68,7 @@ class Rounds:
         if (busy := self.admission.busy(Path(record.workspace))) is not None:
             return await self.refuse(here, user, f"The workspace is busy with run {busy}.", run_id)
         n = record.round + 1
+        await checkpoint(record.run_dir, record.workspace, f"round {n} started")
         started = self.store.save_run(replace(record, status=RunStatus.STARTING, round=n, updated_at=0.0))
         try:
             live = self.launcher.launch(started, Launch.next_round(words))

@@ -29,6 +29,7 @@ from adapters.hub.intents import (
     Send,
     ShowFiles,
     Stop,
+    Undo,
     Wake,
 )
 from adapters.hub.registry import RunRegistry, has_ended
@@ -115,6 +116,10 @@ def click(action: ActionId, pressed: Click, cards: CardRules) -> RunIntent | Wor
         return Wake(run_id)
     if verb == "fil":  # the summary's Files button (changes.py)
         return ShowFiles(run_id)
+    if verb == "undo":  # the summary's "Undo changes…": the checkpoints, listed (undo.py)
+        return Undo(run_id)
+    if verb == "rst":  # a listed checkpoint's Restore
+        return Undo(run_id, card_id)
     if verb == "orc":
         return Oracle(run_id, text or "")
     # A verb the codec knows but nothing here routes (a newer version's button): say so, change nothing.

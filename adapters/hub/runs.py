@@ -13,6 +13,7 @@ so two people clicking at once cannot both be told "answered".
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -35,7 +36,15 @@ from adapters.view import AskCard, RunOutcome
 from adapters.view import fmt as _fmt
 from adapters.view.status import PARKED_STATES
 from flower_core import Event
-from flower_core.payloads import AskPayload, BudgetPayload, CutOffPayload, InputNotePayload, StepPayload, SystemPayload
+from flower_core.payloads import (
+    AskPayload,
+    BudgetPayload,
+    CutOffPayload,
+    InputNotePayload,
+    RetryPayload,
+    StepPayload,
+    SystemPayload,
+)
 
 __all__ = ["KEPT", "REASKED", "LiveRun", "RunCallbacks", "RunFactory", "RunOptions", "RunPlan", "default_factory"]
 
@@ -218,10 +227,17 @@ class LiveRun:
                 if subtype == "budget":
                     # in the record at once: a kill before the end loses none of it
                     self.spend.reported(BudgetPayload.of(ev))
+                elif ev.kind == "retry" and (refused := RetryPayload.of(ev)).model_refused:
+                    self._model_taken_back(refused.model)
                 self.pipe.on_event(ev)
             self._set_status(self.view.status_card.state)
         except Exception as exc:
             log.warning("run %s: event %s not handled: %r", self.run_id, ev.kind, exc)
+
+    def _model_taken_back(self, model: str) -> None:
+        """The endpoint refused the run's chosen model when a CLI started: a restart must not choose it again."""
+        run_dir = Path(self.record.run_dir)
+        replace(RunOptions.load(run_dir), model=model or None).save(run_dir)
 
     def step_done(self, name: str) -> None:
         if name not in self._reused:  # reused steps report before anything runs
@@ -350,6 +366,23 @@ class LiveRun:
             return IntentResult(False, "Nothing to send: the message is empty.", self.run_id)
         self.pipe.put(self.view.mail_sent(reply.mail, user))
         return IntentResult(True, "Queued for the agent; it reads its inbox at its next checkpoint.", self.run_id)
+
+    async def steer(self, model: str | None, effort: str | None, user: str) -> IntentResult:
+        """A new model and/or effort (already checked and saved in the run's options by the handler)."""
+        if self.side is None:
+            return IntentResult(False, "This run cannot be steered.", self.run_id)
+        try:
+            reply = await self._submit(Intent(Op.MODEL, json.dumps({"model": model, "effort": effort}), user=user))
+        except Undelivered:
+            reply = IntentReply()  # its options are saved: the worker taking the run over starts with them
+        if reply.ended:
+            return IntentResult(False, TOO_LATE, self.run_id)
+        if not reply.ok:
+            return IntentResult(False, f"The endpoint refused model {model!r} ({_fmt.one_line(reply.error, 200)}); "
+                                "the run goes on with the model it had.", self.run_id)
+        self.pipe.put(self.view.steered(model, effort))
+        said = " · ".join(p for p in (f"model {model}" if model else "", f"effort {effort}" if effort else "") if p)
+        return IntentResult(True, f"Run {self.run_id} now uses {said} (from its next turn).", self.run_id)
 
     async def interrupt(self, text: str, user: str) -> IntentResult:
         if self.side is None:

@@ -54,6 +54,12 @@ class HubSettings:
     wake_on_start: bool = True  # runs the last process left live come back by themselves
     oracle: bool = True  # runs answer side questions (`?…`)
     language: str = "en"  # what the model is spoken to in (flower_core.lang: "en", "zh" the seed's texts)
+    model: str | None = None  # a run's model and effort when its starter chose none (None: the CLI's default)
+    effort: str | None = None
+    # The models people may choose (empty: any): the bot's, and "platform:channel" -> the channel's; a
+    # model must be in both lists that are set.
+    models: tuple[str, ...] = ()
+    channel_models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     view: ViewConfig = field(default_factory=ViewConfig)
     uploads: UploadLimits = field(default_factory=UploadLimits)  # files people attach (the [bot] keys)
     # "platform:channel" -> its own upload limits (a [channels."…"] table's keys)
@@ -66,3 +72,14 @@ class HubSettings:
                            {k: Path(v).expanduser().resolve() for k, v in self.workspaces.items()})
         object.__setattr__(self, "budget_ceilings", dict(self.budget_ceilings))
         object.__setattr__(self, "channel_uploads", dict(self.channel_uploads))
+        object.__setattr__(self, "models", tuple(self.models))
+        object.__setattr__(self, "channel_models", {k: tuple(v) for k, v in self.channel_models.items()})
+
+    def model_problem(self, model: str | None, channel: str) -> str | None:
+        """Why `model` may not be chosen for a run in `channel` ("platform:channel"), or None."""
+        if not model:
+            return None
+        for allowed in (self.models, self.channel_models.get(channel, ())):
+            if allowed and model not in allowed:
+                return f"Model {model!r} is not allowed here; choose one of: {', '.join(allowed)}."
+        return None

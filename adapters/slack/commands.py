@@ -37,7 +37,10 @@ log = logging.getLogger(__name__)
 HELP = (
     "*flower* runs a long agent task in a thread of this channel.\n"
     "• `/flower <task>` (or `@flower <task>`) starts a run: its status card opens a thread, and everything the run "
-    "says goes there. Options may come first: `/flower budget=5 timeout=600 asks=3 approve=bash,edits <task>`.\n"
+    "says goes there. Options may come first: `/flower budget=5 timeout=600 asks=3 approve=bash,edits model=<name> "
+    "effort=high <task>`.\n"
+    "• `/flower model <name> [run id]` and `/flower effort <low|medium|high|xhigh|max> [run id]` change your run's "
+    "model or effort from its next turn (without a run id: your one live run in this channel).\n"
     + "".join(f"• {line}\n" for line in THREAD_HELP)
     + "• `/stop [message]` interrupts your run here (it resumes with your words); the Stop button on the card can "
     "also end it. The message shortcut *Interrupt this run* works on any message of the run's thread.\n"
@@ -85,6 +88,12 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             result = await ctx.resume_run(cmd.text, channel, user, cmd.words)
             if not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
+        elif cmd.kind in ("model", "effort"):
+            await ack()
+            await ctx.note(user, name)
+            result = await ctx.steer_run(cmd.kind, cmd.text, channel, user, run_id=cmd.words)
+            if not ctx.surface.told_recently(user, result.message):
+                await _reply(respond, ctx, channel, user, result.message)
         elif cmd.kind == "wake":
             await ack()
             await ctx.note(user, name)
@@ -94,7 +103,8 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         else:
             await ack()
             await ctx.note(user, name)
-            result = await ctx.start_run(cmd.text, channel, user, options=cmd.options, approve=cmd.approve)
+            result = await ctx.start_run(cmd.text, channel, user, options=cmd.options, approve=cmd.approve,
+                                         model=cmd.model, effort=cmd.effort)
             if not result.ok and not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.hub import Follow, Hub, IntentResult, Resume, RunOptions, Start, Unfollow
+from adapters.hub import Follow, Hub, IntentResult, Resume, RunOptions, Start, Steer, Unfollow
 from adapters.lru import LRU
 from adapters.platform import SLACK, OutMessage, SurfaceError, ThreadRef
 from adapters.slack.errors import is_code
@@ -46,6 +46,7 @@ def usage(unknown: str = "") -> str:
     head = f"I don't know `{unknown}`. " if unknown else ""
     return (f"{head}Usage: `/flower <task>` starts a run in this channel · `/flower status` · `/flower runs` · "
             "`/flower follow <run id>` · `/flower unfollow <run id>` · `/flower resume <run id> [words]` · "
+            "`/flower model <name> [run id]` · `/flower effort <level> [run id]` · "
             "`/flower help` · "
             "`/stop [message]` interrupts your run here.")
 
@@ -149,19 +150,21 @@ class SlackContext:
 
     # ---- starting a run -----------------------------------------------------------------------------------
     async def start_run(self, task: str, channel: str, user: str, *, thread_ts: str = "",
-                        options: dict[str, float] | None = None, approve: str = "") -> IntentResult:
+                        options: dict[str, float] | None = None, approve: str = "", model: str = "",
+                        effort: str = "") -> IntentResult:
         """`options`: what the person asked for on the command line (budget_usd, timeout_s, max_asks),
-        over the context's own defaults; `approve`: the tools to ask about ("bash,edits")."""
+        over the context's own defaults; `approve`: the tools to ask about ("bash,edits"); `model`, `effort`."""
         hub = self.hub
         run_options = self.options
-        if options or approve:
+        if options or approve or model or effort:
             base = self.options or RunOptions()
             options = options or {}
             asks = options.get("max_asks")
             run_options = replace(base, budget_usd=options.get("budget_usd", base.budget_usd),
                                   timeout_s=options.get("timeout_s", base.timeout_s),
                                   max_asks=int(asks) if asks is not None else base.max_asks,
-                                  approve=RunOptions.approve_from(approve) if approve else base.approve)
+                                  approve=RunOptions.approve_from(approve) if approve else base.approve,
+                                  model=model or base.model, effort=effort.lower() or base.effort)
         task = task.strip()
         if not task:
             return IntentResult(False, usage())
@@ -209,6 +212,14 @@ class SlackContext:
         return f"<{self.team_url.rstrip('/')}/archives/{thread.channel}/p{thread.thread.replace('.', '')}|thread>"
 
     # ---- following a run elsewhere ------------------------------------------------------------------------
+    async def steer_run(self, what: str, value: str, channel: str, user: str, *, run_id: str = "") -> IntentResult:
+        """`/flower model <name> [run id]` / `/flower effort <level> [run id]` (`what`: "model" or "effort")."""
+        meant = self.hub.query.run_meant(user, platform=PLATFORM, channel=channel, run_id=run_id)
+        if isinstance(meant, str):
+            return IntentResult(False, meant)
+        steer = Steer(meant.run_id, model=value) if what == "model" else Steer(meant.run_id, effort=value)
+        return await self.hub.submit(steer, user)
+
     async def follow_run(self, run_id: str, channel: str, user: str) -> IntentResult:
         """Mirror a live run into a new thread of `channel`. Checked first, so a refused person
         leaves no root behind; a refusal the hub still makes removes the root again."""

@@ -63,28 +63,35 @@ def text_field(d: Any, *path: str, required: bool = True, null_ok: bool = True) 
 
 @dataclass(frozen=True)
 class FlowerCommand:
-    kind: str  # start | status | runs | help | follow | unfollow | wake | resume | usage
-    text: str = ""  # the task (start), the run id (follow, unfollow, wake, resume) or what was not understood (usage)
+    kind: str  # start | status | runs | help | follow | unfollow | wake | resume | model | effort | usage
+    # the task (start), the run id (follow, unfollow, wake, resume), the model or effort (model, effort) or what
+    # was not understood (usage)
+    text: str = ""
     options: dict[str, float] = field(default_factory=dict)  # start: budget_usd, timeout_s, max_asks
-    words: str = ""  # resume: what the run should do next ("" to only show it here)
+    words: str = ""  # resume: what the run should do next ("" to only show it here); model, effort: the run id
     approve: str = ""  # start: `approve=bash,edits` as typed (RunOptions.approve_from reads it)
+    model: str = ""  # start: `model=<name>`
+    effort: str = ""  # start: `effort=<level>`
 
 
 OPTION_NAMES = {"budget": "budget_usd", "timeout": "timeout_s", "asks": "max_asks"}
+WORD_OPTIONS = ("approve", "model", "effort")  # options whose value is a word, not a number
 
 
-def _leading_options(words: str) -> tuple[dict[str, float], str, str] | None:
-    """`budget=5 approve=bash rest…` -> ({budget_usd: 5}, "bash", "rest…"); None when malformed."""
+def _leading_options(words: str) -> tuple[dict[str, float], dict[str, str], str] | None:
+    """`budget=5 approve=bash model=opus rest…` -> ({budget_usd: 5}, {approve: "bash", model: "opus"}, "rest…");
+    None when malformed."""
     options: dict[str, float] = {}
-    approve, rest = "", words
+    said: dict[str, str] = {}
+    rest = words
     while True:
         head, _, tail = rest.partition(" ")
         name, eq, value = head.partition("=")
-        if eq and name.lower() == "approve" and value.strip(","):
-            approve, rest = value, tail.strip()
+        if eq and name.lower() in WORD_OPTIONS and value.strip(","):
+            said[name.lower()], rest = value, tail.strip()
             continue
         if not eq or name.lower() not in OPTION_NAMES:
-            return options, approve, rest
+            return options, said, rest
         try:
             number = float(value.lstrip("$"))
         except ValueError:
@@ -112,12 +119,20 @@ def parse_flower(text: str) -> FlowerCommand:
         return FlowerCommand("resume", run_id, words=said.strip()) if run_id else FlowerCommand("usage", "")
     if sub in RUN_SUBCOMMANDS and " " not in rest.strip():
         return FlowerCommand(sub, rest.strip()) if rest.strip() else FlowerCommand("usage", "")
+    if sub in ("model", "effort"):  # `model <name> [run id]`, `effort <level> [run id]`
+        value, _, run_id = rest.strip().partition(" ")
+        if not value or " " in run_id.strip():
+            return FlowerCommand("usage", "")
+        return FlowerCommand(sub, value, words=run_id.strip())
     parsed = _leading_options(words)
     if parsed is None:
         return FlowerCommand("usage", head)
-    options, approve, task = parsed
-    if options or approve:
-        return FlowerCommand("start", task, options, approve=approve) if task else FlowerCommand("usage", "")
+    options, named, task = parsed
+    if options or named:
+        if not task:
+            return FlowerCommand("usage", "")
+        return FlowerCommand("start", task, options, approve=named.get("approve", ""), model=named.get("model", ""),
+                             effort=named.get("effort", ""))
     if " " not in words.strip():
         return FlowerCommand("usage", head)  # `/flower stauts`: a typo, not a one-word task
     return FlowerCommand("start", words)

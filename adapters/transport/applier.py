@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 import adapters.transport.replay as _replay
 from adapters.chores import Chores
 from adapters.transport.intents import Intent, IntentReply, Op, RunLog, Settled, mail_id_for
 from flower_core import Ask, Event, Lineage, Mail
-from flower_core.payloads import AskPayload, MailPayload
+from flower_core.payloads import AskPayload, MailPayload, RetryPayload
+from flower_core.runtime import ModelRefused
 from flower_core.runtime.transcript import SessionFacts
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,8 @@ class Interrupting(Protocol):
 
     def interrupt(self, message: str = "") -> bool: ...
 
+    async def steer(self, *, model: str | None = None, effort: str | None = None) -> Any: ...
+
 
 class Applier:
     def __init__(self, run_id: str, *, channel: Answering | None, runtime: Interrupting, log_: RunLog | None,
@@ -77,7 +81,8 @@ class Applier:
         self._mail: dict[str, str] = {}  # mail id -> iid, mail the model has not taken yet: at the run's end
         self._taken: set[str] = set()  # mail the model took: at the step's end
         self._in_flight: set[str] = set()  # interrupts that found a step running: at the step's end
-        self._later: set[str] = set()  # words for the next prompt, stops: at the run's end
+        self._later: set[str] = set()  # words for the next prompt, stops, model changes: at the run's end
+        self._models: dict[str, str] = {}  # model changes taken (iid -> model): refused when a CLI starts, settled
         self._waiting: list[Intent] = []  # answers for the question the step is about to restore
         self._expected: set[str] = set()  # questions the step is about to restore (squashed text)
         self._replayed = asyncio.Event()  # set once the start's replay is done (live intents wait for it)
@@ -134,6 +139,8 @@ class Applier:
         for intent in todo.oracle:
             self._seen[intent.iid] = IntentReply()  # asked again below; its answer is published as an event
             self._chores.spawn(self._replay_oracle(intent))
+        for intent in todo.steer:  # before the first attempt: it starts with the run's model and effort
+            self._seen[intent.iid] = await self._steer(intent)
         return False
 
     def _sessions(self) -> Iterable[str]:
@@ -190,7 +197,23 @@ class Applier:
             return IntentReply(ok=self._cancel("stopped"))
         if intent.op is Op.ORACLE:
             return await self._oracle(intent)
+        if intent.op is Op.MODEL:
+            return await self._steer(intent)
         return IntentReply(ok=False, error=f"unknown intent {intent.op!r}")
+
+    async def _steer(self, intent: Intent) -> IntentReply:
+        """A new model and/or effort. Refused: settled so. Taken: settled at the run's end, so whoever holds
+        the run next (a restart, a worker taking it over) replays it before its first attempt."""
+        try:
+            asked = json.loads(intent.text)
+            await self.runtime.steer(model=asked.get("model") or None, effort=asked.get("effort") or None)
+        except (ValueError, AttributeError, ModelRefused) as exc:
+            self._settle(intent.iid, Settled.REFUSED)
+            return IntentReply(ok=False, error=str(exc) or type(exc).__name__)
+        self._later.add(intent.iid)
+        if asked.get("model"):
+            self._models[intent.iid] = str(asked["model"])
+        return IntentReply()
 
     def _answer(self, intent: Intent) -> IntentReply:
         target = self._target(intent)
@@ -261,6 +284,10 @@ class Applier:
         elif ev.kind == "system" and ev.text == "init" and (self._waiting or self._expected):
             self._expected.clear()
             self._flush_waiting()  # a CLI started: the step went on without restoring the question
+        elif ev.kind == "retry" and (refused := RetryPayload.of(ev).model_refused):
+            for iid in [i for i, m in self._models.items() if m == refused]:  # never to be replayed again
+                del self._models[iid]
+                self._settle(iid, Settled.REFUSED)
 
     def _give(self, intents: list[Intent], ask_id: str) -> None:
         """Answers for a restored question: the first that applies wins, the others are refused."""

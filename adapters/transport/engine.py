@@ -72,7 +72,7 @@ class EngineKit:
                                             calibrate=False), **self.runtime_options}
         env = dict(self.env) if self.env is not None else None
         runtime = Runtime(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench, env=env,
-                          **options)
+                          model=plan.model, effort=plan.effort, **options)
         oracle = Oracle(workspace=plan.workspace, run_dir=plan.run_dir, workbench=workflow.workbench, env=env,
                         budget=workflow.budget) if self.oracle else None
         return RunEngine(run_id, workflow, runtime, sink, oracle=oracle, log=log)

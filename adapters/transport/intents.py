@@ -19,6 +19,8 @@ question) becomes an `Intent`. The rule that makes "ok" mean "it will happen":
 |           |                                         |   new holder finds them in the stored session  |
 | stop      | the run is cancelled                    | the run has ended                              |
 | oracle    | a side question                         | its answer was published                       |
+| model     | the runtime's new model and/or effort   | the run has ended (a new holder replays it     |
+|           |   (text: {"model", "effort"} as JSON)   |   before its first attempt); refused at once   |
 
 A holder that dies leaves its unsettled intents in the log; the next holder (a restarted bot, or
 another worker) replays them against the session it resumes (replay.py), so nothing is lost and
@@ -43,6 +45,7 @@ class Op(StrEnum):
     INTERRUPT = "interrupt"
     STOP = "stop"
     ORACLE = "oracle"
+    MODEL = "model"
 
 
 class Settled(StrEnum):

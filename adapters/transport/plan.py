@@ -39,6 +39,9 @@ class RunPlan:
     # The language the model is spoken to in (flower_core.lang): the bridge's default is English; a plan
     # written before the setting existed reads back as English too.
     language: str = "en"
+    # The run's model and effort over every agent's own (None: the agents' or the CLI's default).
+    model: str | None = None
+    effort: str | None = None
 
     def to_json(self) -> str:
         data = asdict(self)

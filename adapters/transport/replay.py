@@ -46,12 +46,13 @@ class Replay:
     mail: list[Intent] = field(default_factory=list)
     words: list[Intent] = field(default_factory=list)
     oracle: list[Intent] = field(default_factory=list)
+    steer: list[Intent] = field(default_factory=list)  # the run's model/effort changes, oldest first: apply again
     delivered: list[Intent] = field(default_factory=list)  # settle as done
     moot: list[Intent] = field(default_factory=list)  # settle as moot
 
     def __bool__(self) -> bool:
-        return any((self.stop, self.waiting, self.to_inbox, self.mail, self.words, self.oracle, self.delivered,
-                    self.moot))
+        return any((self.stop, self.waiting, self.to_inbox, self.mail, self.words, self.oracle, self.steer,
+                    self.delivered, self.moot))
 
 
 def plan(intents: list[Intent], facts: SessionFacts) -> Replay:
@@ -84,6 +85,8 @@ def plan(intents: list[Intent], facts: SessionFacts) -> Replay:
                 out.delivered.append(intent)  # "stop and go on": the restart did that already
         elif intent.op is Op.ORACLE:
             out.oracle.append(intent)
+        elif intent.op is Op.MODEL:
+            out.steer.append(intent)  # the launch's plan may predate it (a worker taking the run over)
     for said, group in words.items():
         reached = facts.delivered(said, since=group[0].at - CLOCK_SKEW_S, prompts_only=True)
         out.delivered += group[:reached]

@@ -42,6 +42,7 @@ from flower_core.payloads import (
     MailPayload,
     ResetPayload,
     ResultPayload,
+    RetryPayload,
     SharePayload,
     StepPayload,
     SystemPayload,
@@ -135,6 +136,12 @@ class RunView:
             self._flush_prose(out)
             self._handoff(ev, HandoffPayload.of(ev), out)
             milestone = True
+        elif kind == "retry" and (refused := RetryPayload.of(ev)).model_refused:
+            self._flush_prose(out)
+            self.status_card.model = refused.model
+            out.append(notices.line(self._key("model"), f"⚠️ The endpoint refused model {refused.model_refused}; "
+                                    f"the run goes on with {refused.model or 'its default model'}."))
+            milestone = True
         elif kind in ("retry", "error"):
             self._flush_prose(out)
             self._trouble_event(kind, ev, out)
@@ -219,6 +226,14 @@ class RunView:
     def oracle(self, n: int, question: str, answer: str | None, user: str) -> list[OutMessage]:
         """The oracle's card: pending (answer None), then the answer in the same message."""
         return [notices.oracle(f"oracle:{self.epoch}:{n}", question, answer, user, self.cfg.who)]
+
+    def steered(self, model: str | None, effort: str | None) -> list[OutMessage]:
+        """The run's model and/or effort changed (None: that part did not): the status card says so now."""
+        if model is not None:
+            self.status_card.model = model
+        if effort is not None:
+            self.status_card.effort = effort
+        return [self.status_now()]
 
     def notice(self, text: str) -> list[OutMessage]:
         out: list[OutMessage] = []

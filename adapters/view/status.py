@@ -56,6 +56,8 @@ class StatusCard:
     ended_at: float | None = None
     round: int = 1  # 2, 3…: the run was continued after it ended (the title says so)
     out_of_budget: bool = False  # its cost cap stopped it (the budget's "stopped" event): how it ends
+    model: str = ""  # the run's model and effort as chosen ("" = the bot's default, not shown)
+    effort: str = ""
     tools: deque[str] = field(default_factory=lambda: deque(maxlen=3))
 
     def step_text(self) -> str:
@@ -85,6 +87,13 @@ class StatusCard:
         mark = " ⛔" if share >= 1.0 else " ⚠️" if share >= WARN_SHARE else ""
         return f"{fmt.money(self.cost_usd + self.aside_usd)} / {fmt.money(self.cap_usd)} ({share:.0%}){mark}"
 
+    def model_text(self) -> str:
+        """"claude-opus-4-6 · effort high"; "" when neither was chosen."""
+        parts = [self.model] if self.model else []
+        if self.effort:
+            parts.append(f"effort {self.effort}")
+        return " · ".join(parts)
+
     def context_text(self) -> str:
         if not self.context:
             return f"— / {fmt.tokens(self.window)}"
@@ -111,6 +120,8 @@ def render(card: StatusCard, now: float) -> OutMessage:
         fields.insert(3, ("Side questions", fmt.money(card.aside_usd)))
     if card.cap_usd is not None:
         fields.insert(3, ("Budget", card.budget_text()))
+    if card.model_text():
+        fields.insert(1, ("Model", card.model_text()))
     lines = [f"Task: {fmt.one_line(card.task, 200)}"]
     if card.tools:
         lines.append("Last tools: " + " · ".join(card.tools))

@@ -39,6 +39,7 @@ body is one flat object, so one nested too deeply for the parser is malformed, n
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 
@@ -55,14 +56,25 @@ from adapters.hub import (
     Oracle,
     Said,
     Send,
+    Steer,
     Stop,
+    Undo,
     Wake,
 )
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord
 from adapters.web.context import PLATFORM, WEB_USER, WebContext, context_of, read_body, record_of
 from adapters.web.errors import ApiError
-from adapters.web.inbound import START_FIELDS, button_run, read_approval, read_click, read_start, text_field
+from adapters.web.inbound import (
+    MODEL_FIELDS,
+    START_FIELDS,
+    button_run,
+    read_approval,
+    read_click,
+    read_model,
+    read_start,
+    text_field,
+)
 from adapters.web.render import ask_json, click_json
 
 __all__ = ["new_thread", "routes"]
@@ -181,6 +193,37 @@ async def continue_run(request: web.Request) -> web.Response:
                               "message": result.message})
 
 
+async def model(request: web.Request) -> web.Response:
+    """A new model and/or effort: {"ok", "model", "effort"} as the run now has them; 409 when refused."""
+    ctx, record = context_of(request), record_of(request)
+    name, effort = read_model(await read_body(request, MODEL_FIELDS))
+    result = await ctx.hub.submit(Steer(record.run_id, name, effort), WEB_USER)
+    if not result.ok:
+        return ctx.show(result)
+    now = ctx.hub.query.model(record.run_id)
+    return web.json_response({"ok": True, "message": result.message, "model": now.model if now else "",
+                              "effort": now.effort if now else ""})
+
+
+async def checkpoints(request: web.Request) -> web.Response:
+    """[{"id", "label", "at", "files"}], newest first: `files` are what undoing to it would put back."""
+    ctx, record = context_of(request), record_of(request)
+    listed = await asyncio.to_thread(ctx.hub.query.checkpoints, record.run_id) or []
+    return web.json_response([{"id": cp.id, "label": cp.label, "at": round(cp.at, 3), "files": files}
+                              for cp, files in listed])
+
+
+async def undo(request: web.Request) -> web.Response:
+    """{"checkpoint"}: the workspace back as it was then (409 while the run or another in its workspace is live;
+    404 an unknown checkpoint)."""
+    ctx, record = context_of(request), record_of(request)
+    name = text_field(await read_body(request, {"checkpoint": str}), "checkpoint").strip()
+    listed = await asyncio.to_thread(ctx.hub.query.checkpoints, record.run_id) or []
+    if not any(cp.id == name for cp, _ in listed):
+        raise ApiError(404, f"run {record.run_id} has no checkpoint {name!r} (GET .../checkpoints lists them)")
+    return ctx.show(await ctx.hub.submit(Undo(record.run_id, name), WEB_USER, where=ctx.where(record)))
+
+
 async def oracle(request: web.Request) -> web.Response:
     ctx, record = context_of(request), record_of(request)
     question = text_field(await read_body(request, {"question": str}), "question")
@@ -225,6 +268,9 @@ def routes() -> list[web.RouteDef]:
         web.post("/api/runs/{run_id}/wake", wake),
         web.post("/api/runs/{run_id}/continue", continue_run),
         web.post("/api/runs/{run_id}/oracle", oracle),
+        web.post("/api/runs/{run_id}/model", model),
+        web.get("/api/runs/{run_id}/checkpoints", checkpoints),
+        web.post("/api/runs/{run_id}/undo", undo),
         web.post("/api/runs/{run_id}/say", say),
         web.post("/api/action", action),
     ]

@@ -97,7 +97,7 @@ class WebContext:
     def run_json(self, record: RunRecord) -> dict[str, Any]:
         query = self.hub.query
         return run_json(record, page=self.page_thread(record), live=query.is_live(record.run_id),
-                        worker=query.holder(record.run_id))
+                        worker=query.holder(record.run_id), chosen=query.model(record.run_id))
 
     # ---- answering ----------------------------------------------------------------------------------
     @staticmethod

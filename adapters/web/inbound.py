@@ -104,7 +104,8 @@ def number_field(data: dict[str, Any], key: str, *, integer: bool = False) -> An
 
 # ---- intents -------------------------------------------------------------------------------------
 START_FIELDS: Fields = {"task": str, "timeout_s": (int, float), "max_asks": int, "budget_usd": (int, float),
-                        "approve": list}
+                        "approve": list, "model": str, "effort": str}
+MODEL_FIELDS: Fields = {"model": str, "effort": str}
 
 
 def read_start(data: dict[str, Any]) -> Start:
@@ -116,10 +117,21 @@ def read_start(data: dict[str, Any]) -> Start:
     options = RunOptions(timeout_s=number_field(data, "timeout_s"),
                          max_asks=number_field(data, "max_asks", integer=True),
                          budget_usd=number_field(data, "budget_usd"),
-                         approve=None if approve is None else tuple(approve))
+                         approve=None if approve is None else tuple(approve),
+                         model=text_field(data, "model", required=False).strip() or None,
+                         effort=text_field(data, "effort", required=False).strip().lower() or None)
     if (bad := options.problem()) is not None:
         raise ApiError(400, bad)
     return Start(task, options)
+
+
+def read_model(data: dict[str, Any]) -> tuple[str, str]:
+    """A model body (MODEL_FIELDS): the new model and/or effort ("" keeps that part); at least one."""
+    model = text_field(data, "model", required=False).strip()
+    effort = text_field(data, "effort", required=False).strip().lower()
+    if not model and not effort:
+        raise ApiError(400, "say a \"model\" or an \"effort\" (or both)")
+    return model, effort
 
 
 def read_approval(data: dict[str, Any]) -> tuple[str, str, str]:

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
-from adapters.hub import Attached, IntentResult, OpenCard
+from adapters.hub import Attached, Chosen, IntentResult, OpenCard
 from adapters.platform import OutMessage, ThreadRef
 from adapters.state import RunRecord
 from adapters.view import fmt
@@ -70,13 +70,16 @@ def file_json(msg: OutMessage) -> dict[str, Any] | None:
 
 
 # ---- runs and their cards ------------------------------------------------------------------------
-def run_json(r: RunRecord, *, page: ThreadRef | None, live: bool, worker: str) -> dict[str, Any]:
+def run_json(r: RunRecord, *, page: ThreadRef | None, live: bool, worker: str,
+             chosen: Chosen | None = None) -> dict[str, Any]:
     """A run as the API and the page list it: `page` the page's thread of it (None: not shown here), `live`
-    and `worker` as the hub says (the worker is "" in this process)."""
+    and `worker` as the hub says (the worker is "" in this process); `chosen` its model and effort (None: the
+    CLI's defaults)."""
     return {"id": r.run_id, "task": r.task, "status": r.status, "owner": r.owner, "platform": r.thread.platform,
             "thread": str(r.thread), "page_thread": str(page) if page is not None else None,
             "created_at": r.created_at, "updated_at": r.updated_at, "round": r.round,
-            "live": live, "worker": worker}
+            "live": live, "worker": worker, "model": (chosen.model if chosen else "") or None,
+            "effort": (chosen.effort if chosen else "") or None}
 
 
 def ask_json(card: OpenCard) -> dict[str, Any]:

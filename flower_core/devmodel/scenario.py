@@ -75,6 +75,9 @@ class Scenario:
     name: str
     conversations: tuple[Conversation, ...]
     description: str = ""
+    # The model names this endpoint serves (empty: any). Another name is refused as the API refuses an
+    # unknown model: 404 not_found_error "model: <name>".
+    models: tuple[str, ...] = ()
 
     def route(self, first_user_text: str, system_text: str) -> Conversation | None:
         for conv in self.conversations:
@@ -139,8 +142,11 @@ def parse_scenario(data: dict[str, Any], name: str = "scenario") -> Scenario:
                                   match=str(c.get("match", "")),
                                   system_match=str(c.get("system_match", "")),
                                   after_end=str(c.get("after_end", "Done."))))
+    models = data.get("models", [])
+    if not isinstance(models, list):
+        raise ScenarioError(f"{name}.models: must be a list of model names")
     return Scenario(name=str(data.get("name", name)), conversations=tuple(convs),
-                    description=str(data.get("description", "")))
+                    description=str(data.get("description", "")), models=tuple(str(m) for m in models))
 
 
 def load_scenario(ref: str | Path) -> Scenario:

@@ -152,6 +152,11 @@ class ModelDouble:
         rec = RecordedRequest(path=request.path, body=body, conversation=conv.name if conv else "",
                               turn=index, headers={k: v for k, v in request.headers.items()
                                                    if k.lower().startswith("anthropic")})
+        asked = str(body.get("model") or "")
+        if self.scenario.models and asked not in self.scenario.models:
+            rec.served = "fault:model"
+            await self._record(rec)
+            return web.json_response(error_body(404, f"model: {asked}"), status=404)
         turn = self._pick_turn(conv, index)
         fault = turn.fault
         if fault is not None and conv is not None:

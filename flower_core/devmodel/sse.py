@@ -75,7 +75,7 @@ def turn_events(turn: Turn, model: str, text: str, ids: Sequence[str] = ()) -> I
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
-    kinds = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
+    kinds = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error",
              500: "api_error", 529: "overloaded_error"}
     default = {529: "Overloaded", 500: "Internal server error", 429: "Rate limited"}
     return {"type": "error", "error": {"type": kinds.get(status, "api_error"),

@@ -10,10 +10,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _WHERE = {"HandoffDoc": "document", "HandoffPolicy": "handoff", "default_window": "handoff", "is_overflow": "handoff",
-          "Resilience": "resilience", "classify": "resilience", "StepResult": "results", "Runtime": "runtime"}
+          "Resilience": "resilience", "classify": "resilience", "StepResult": "results", "Runtime": "runtime",
+          "EFFORTS": "steering", "ModelRefused": "steering", "effort_problem": "steering"}
 
-__all__ = ["HandoffDoc", "HandoffPolicy", "Resilience", "Runtime", "StepResult", "classify", "default_window",
-           "is_overflow"]
+__all__ = ["EFFORTS", "HandoffDoc", "HandoffPolicy", "ModelRefused", "Resilience", "Runtime", "StepResult", "classify",
+           "default_window", "effort_problem", "is_overflow"]
 
 if TYPE_CHECKING:
     from flower_core.runtime.document import HandoffDoc
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from flower_core.runtime.resilience import Resilience, classify
     from flower_core.runtime.results import StepResult
     from flower_core.runtime.runtime import Runtime
+    from flower_core.runtime.steering import EFFORTS, ModelRefused, effort_problem
 
 
 def __getattr__(name: str) -> Any:

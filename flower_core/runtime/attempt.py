@@ -26,6 +26,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage,
 from flower_core.events import Event, normalize
 from flower_core.payloads import ThreadPayload, ToolCallPayload, ToolResultPayload
 from flower_core.runtime.handoff import is_overflow
+from flower_core.runtime.steering import ModelRefused
 
 CONNECT_TIMEOUT = 120.0
 INTERRUPT_TIMEOUT = 10.0
@@ -119,8 +120,10 @@ class Attempt:
                  on_session: Callable[[str], None] | None = None,
                  idle_timeout: float | None = None, ask_tool: str = "",
                  waiting_questions: Callable[[bool], int] | None = None,
-                 person_waits: Callable[[], bool] | None = None) -> None:
+                 person_waits: Callable[[], bool] | None = None,
+                 model_now: Callable[[], str | None] | None = None) -> None:
         self.options = options
+        self.model_now = model_now  # the run's model as a person last chose it (a change may land mid-connect)
         self.prompt = prompt
         self.signal = signal or StopSignal()
         self.on_events = on_events
@@ -136,12 +139,34 @@ class Attempt:
         self.person_waits = person_waits  # a question or an approval waits for a person: silence is expected
         self._open_asks: set[str] = set()
         self._asks_closed: asyncio.Event | None = None
+        self._client: ClaudeSDKClient | None = None
+
+    async def switch_model(self, model: str | None) -> None:
+        """A new model for this CLI from its next model request (SDK ``set_model``). The CLI checks the name
+        with the endpoint first: a refusal raises ModelRefused and the CLI keeps its model. Before the CLI is
+        connected, or after it is gone, there is nothing to tell: the next attempt's options carry it."""
+        client = self._client
+        if client is not None:
+            await self._switch(client, model)
+
+    @staticmethod
+    async def _switch(client: ClaudeSDKClient, model: str | None) -> None:
+        try:
+            await asyncio.wait_for(client.set_model(model), INTERRUPT_TIMEOUT)
+        except Exception as exc:
+            if "not found" in str(exc).lower() or "not_found" in str(exc).lower():
+                raise ModelRefused(str(exc)) from exc
+            # anything else: the CLI is going away; the next attempt's options carry the model
 
     async def run(self) -> Outcome:
         client = ClaudeSDKClient(self.options)
         try:
             async with start_gate():  # queued behind other starts (the wait is not the connect's time)
                 await asyncio.wait_for(client.connect(), CONNECT_TIMEOUT)
+            self._client = client
+            if self.model_now is not None and (model := self.model_now()) and model != self.options.model:
+                with contextlib.suppress(ModelRefused):  # changed while this CLI started; the change hears it
+                    await self._switch(client, model)
             if self.prompt is not None:
                 await client.query(self.prompt)
             await self._pump(client)
@@ -154,6 +179,7 @@ class Attempt:
         except Exception as exc:
             self.out.error = self.out.error or _short(exc)
         finally:
+            self._client = None
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(client.disconnect(), DISCONNECT_TIMEOUT)
         self._settle()

@@ -45,6 +45,7 @@ from flower_core.runtime.people import person_waits, waiting_questions
 from flower_core.runtime.permission import take_decisions
 from flower_core.runtime.resilience import FATAL, Resilience, classify, is_network_error
 from flower_core.runtime.results import StepResult
+from flower_core.runtime.steering import Choice, ModelRefused, Steering
 from flower_core.runtime.transcript import SessionFacts, ask_calls, human_inputs
 from flower_core.session_store import stored_entries
 from flower_core.spec import AgentSpec, build_options, resolve_env
@@ -66,6 +67,8 @@ class Runtime(StepBooks):
     ``budget`` is the run's cost cap (a ``Budget``, or dollars; None = no cap, 0 = refuse to start).
     ``park`` closes the CLI while a question waits longer than that many seconds (a ``ParkPolicy``,
     or seconds; None = never) and resumes the same session once it is settled (see parking.py).
+    ``model`` / ``effort`` are the run's choice over every agent spec's own; ``steer`` changes them while
+    the run goes on (see steering.py).
     """
 
     INTERRUPTED = "interrupted-by-human"
@@ -79,7 +82,8 @@ class Runtime(StepBooks):
                  max_generations: int | None = None, on_session: Callable[[str], None] | None = None,
                  budget: Budget | float | None = None, park: ParkPolicy | float | None = None,
                  session_store: Any = None, portable: bool = True, trim: Any = False, ephemeral: Any = True,
-                 keep_denials: int = 1, spill_threshold: int | None = 4000) -> None:
+                 keep_denials: int = 1, spill_threshold: int | None = 4000, model: str | None = None,
+                 effort: str | None = None) -> None:
         # The original flower's load-time options: checked and kept (see load_options.py for what each does).
         self.load = LoadOptions.checked(portable=portable, trim=trim, ephemeral=ephemeral, keep_denials=keep_denials,
                                         spill_threshold=spill_threshold)
@@ -109,6 +113,8 @@ class Runtime(StepBooks):
         # The CLI's stderr is kept here (last lines) instead of leaking escape codes into the user's terminal.
         self.cli_stderr: deque[str] = deque(maxlen=200)
         self._active: list[StepState] = []
+        self.steering = Steering(model, effort)
+        self._attempts: set[tuple[asyncio.AbstractEventLoop, Attempt]] = set()  # live ones, for a new model
         self._lock = threading.Lock()
         self._early: str | None = None  # interrupt words said while no step ran: for the next step's prompt
         self.budget = Budget.coerce(budget)
@@ -173,6 +179,31 @@ class Runtime(StepBooks):
             with contextlib.suppress(RuntimeError):  # the loop is gone: nothing left to interrupt
                 state.loop.call_soon_threadsafe(state.poke)
         return bool(states)
+
+    async def steer(self, *, model: str | None = None, effort: str | None = None) -> Choice:
+        """Change the run's model and/or effort (None keeps that part; ValueError for an unknown effort).
+
+        A live CLI gets the model from its next model request, after it has checked the name with the
+        endpoint: a refused name raises ModelRefused and the run keeps the model it had. With no CLI live,
+        the next attempt starts with it (a refusal then is taken back by ``_drive``). Effort applies from
+        the next attempt: the SDK has no live switch for it."""
+        before = self.steering.now
+        now = self.steering.change(model=model, effort=effort)
+        if now.model == before.model:
+            return now
+        with self._lock:
+            live = list(self._attempts)
+        for loop, attempt in live:
+            try:
+                done = asyncio.run_coroutine_threadsafe(attempt.switch_model(now.model), loop)
+            except RuntimeError:  # the loop is gone: nothing live there
+                continue
+            try:
+                await asyncio.wrap_future(done)
+            except ModelRefused:
+                self.steering.refused_now()
+                raise
+        return now
 
     def take_unread(self) -> str | None:
         """Interrupt words said while no step ran that no step has taken since (the workflow ended first)."""
@@ -271,6 +302,15 @@ class Runtime(StepBooks):
             self._absorb(out, state)
             sid = out.session_id or state.session
             cur_fork = False
+            if out.ok or out.texts or out.tool_calls:
+                self.steering.worked()
+            elif (refused := self.steering.refused(out.error, out.status)) is not None:
+                self._model_refused(state, *refused, error=out.error or "")
+                if sid:
+                    cur_prompt, cur_resume = None, sid
+                else:
+                    cur_prompt, cur_resume, cur_fork = gen_prompt, gen_resume, gen_fork
+                continue
             if self.handoff.enabled and sid and not out.ok and (out.stopped == "handoff" or out.overflow):
                 if len(result.retired) >= self.handoff.max_generations:
                     result.error = brake_message(len(result.retired), state.at, state.window)
@@ -332,6 +372,14 @@ class Runtime(StepBooks):
         if not stored:
             state.add_pending(words)
 
+    def _model_refused(self, state: StepState, name: str, model: str | None, *, error: str) -> None:
+        """The endpoint refused the model a person chose: say so; the run goes on with the one it had."""
+        had = model or "its default model"
+        self.emit(state, Event("retry", text=f"{state.result.step}: the endpoint refused model {name!r}; "
+                               f"going on with {had}", payload={
+                                   "step": state.result.step, "attempt": state.result.attempts,
+                                   "model_refused": name, "model": model or "", "error": error[:500]}))
+
     def _retry(self, out: Outcome, state: StepState) -> float | None:
         """Book a failed attempt; the backoff (after a "retry" event) when another attempt is due."""
         result, policy = state.result, self.resilience
@@ -384,7 +432,7 @@ class Runtime(StepBooks):
             effective = replace(effective, max_budget_usd=None)
         elif limit is not None:  # the CLI stops at the message that reaches what is left of the cap
             effective = replace(effective, max_budget_usd=limit.usd)
-        effective = self.load.shaped(effective, self.workbench)
+        effective = self.load.shaped(self.steering.shaped(effective), self.workbench)
         resume_at, state.resume_at = (state.resume_at, None) if resume and not writing else (None, state.resume_at)
         options = build_options(effective, cwd=self.workspace, env=self.env, resume=resume, fork=fork,
                                 resume_at=resume_at, session_store=self.store, stderr=self.cli_stderr.append)
@@ -399,8 +447,16 @@ class Runtime(StepBooks):
                               idle_timeout=self.resilience.idle_timeout,
                               ask_tool=str(getattr(channel, "tool_name", "") or ""),
                               waiting_questions=None if channel is None else partial(waiting_questions, channel),
-                              person_waits=None if channel is None else partial(person_waits, channel))
-            out = await attempt.run()
+                              person_waits=None if channel is None else partial(person_waits, channel),
+                              model_now=lambda: self.steering.now.model)
+            live = (asyncio.get_running_loop(), attempt)
+            with self._lock:
+                self._attempts.add(live)
+            try:
+                out = await attempt.run()
+            finally:
+                with self._lock:
+                    self._attempts.discard(live)
             self.budget.settle(out, limit, step=state.result.step)
             state.result.approvals += take_decisions(channel)
             return out

@@ -67,6 +67,20 @@ def test_channels_become_policies_and_workspaces(tmp_path: Path) -> None:
     assert discord.responders == {"role:7"} and discord.starters is None
 
 
+def test_the_model_and_effort_come_from_the_file(tmp_path: Path) -> None:
+    from bots.bot import hub_settings
+
+    toml = ('[bot]\nmodel = "claude-opus-4-6"\neffort = "high"\nmodels = ["claude-opus-4-6", "claude-sonnet-4-6"]\n'
+            '[channels."slack:C1"]\nmodels = ["claude-sonnet-4-6"]\n')
+    s = hub_settings(config([], {}, toml, tmp_path))
+    assert (s.model, s.effort, s.models) == ("claude-opus-4-6", "high", ("claude-opus-4-6", "claude-sonnet-4-6"))
+    assert s.channel_models == {"slack:C1": ("claude-sonnet-4-6",)}
+    assert s.model_problem("claude-sonnet-4-6", "slack:C1") is None
+    assert "not allowed" in (s.model_problem("claude-opus-4-6", "slack:C1") or "")  # within both lists
+    assert s.model_problem("claude-opus-4-6", "slack:C2") is None
+    assert (hub_settings(config([])).model, hub_settings(config([])).models) == (None, ())
+
+
 @pytest.mark.parametrize(("argv", "toml", "says"), [
     (["--port", "http"], None, "port must be a number"),
     (["telegram"], None, "unknown front end 'telegram'"),
@@ -78,6 +92,8 @@ def test_channels_become_policies_and_workspaces(tmp_path: Path) -> None:
     ([], "[bot\n", "not valid TOML"),
     (["--budget", "-1"], None, "budget_usd must be at least 0"),
     ([], '[bot]\nlanguage = "fr"\n', "language must be one of en, zh, got 'fr'"),
+    ([], '[bot]\neffort = "extreme"\n', "[bot].effort: Unknown effort 'extreme'"),
+    ([], '[bot]\nmodels = "opus"\n', "[bot].models must be a list of model names"),
     (["--lang", "klingon"], None, "language must be one of en, zh"),
 ])
 def test_bad_configuration_names_the_problem(tmp_path: Path, argv: list[str], toml: str | None, says: str) -> None:

@@ -328,3 +328,16 @@ def test_an_unknown_language_is_one_usage_line_before_anything_runs(tmp_path: Pa
         assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, done.stderr
         assert "--lang (or FLOWER_LANG) must be one of en, zh" in done.stderr
         assert not (tmp_path / "ws").exists()
+
+
+async def test_model_and_effort_reach_every_request(tmp_path: Path, double_factory: Any) -> None:
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": "Done."}]}))
+    code, _out, err = await flower(tmp_path, md, "once", "hi", "--model", "claude-opus-4-6", "--effort", "low",
+                                  "-w", str(tmp_path / "ws"), "-r", str(tmp_path / "runs"))
+    assert code == 0, err[-2000:]
+    sent = [r.body for r in md.model_requests() if r.body.get("tools")]
+    assert sent and all(b["model"] == "claude-opus-4-6" and b["output_config"]["effort"] == "low" for b in sent)
+    args = build_parser().parse_args(["go", "x", "--model", "m", "--effort", "max"])
+    assert (args.model, args.effort) == ("m", "max")
+    with pytest.raises(SystemExit):  # argparse's usage line: an effort it does not know
+        build_parser().parse_args(["go", "x", "--effort", "extreme"])

@@ -396,10 +396,43 @@ function renderStatus() {
     grid.append(cell);
   }
   box.append(grid);
+  if (fields.get("Model") || m.buttons.length) box.append(renderModel(fields.get("Model") || "", m.buttons.length > 0));
   tickElapsed();
   const lines = m.text.split("\n").filter((l) => !l.startsWith("Task: "));
   if (lines.length) box.append(renderText(lines.join("\n")));
   box.append(renderActivity());
+}
+
+// The run's model and effort (the status card's "Model" field); a live run's can be changed from its next turn.
+function renderModel(text, live) {
+  const row = el("div", "model-row");
+  row.append(el("span", "label", "Model"), el("span", "value", text || "default"));
+  if (!live) return row;
+  const form = el("form", "model-form");
+  const name = el("input");
+  name.id = "model-name";
+  name.placeholder = "model";
+  name.maxLength = 100;
+  const level = el("select");
+  level.id = "model-effort";
+  for (const v of ["", "low", "medium", "high", "xhigh", "max"]) {
+    const o = el("option", "", v || "effort");
+    o.value = v;
+    level.append(o);
+  }
+  const go = el("button", "", "Change");
+  go.type = "submit";
+  form.append(name, level, go);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = {};
+    if (name.value.trim()) body.model = name.value.trim();
+    if (level.value) body.effort = level.value;
+    if (!body.model && !body.effort) return;
+    said(await api(`/api/runs/${state.selected}/model`, body));
+  });
+  row.append(form);
+  return row;
 }
 
 // Elapsed, between the card's edits: the server edits the card at milestones only, so a run waiting for
@@ -540,6 +573,8 @@ async function onStart(e) {
   if (num("budget") !== null) body.budget_usd = num("budget");
   const approve = [...document.querySelectorAll("#approve input:checked")].map((box) => box.value);
   if (approve.length) body.approve = approve;  // tools to ask about before they run (tool approvals)
+  if ($("model").value.trim()) body.model = $("model").value.trim();
+  if ($("effort").value) body.effort = $("effort").value;
   $("start").disabled = true;
   const result = await api("/api/runs", body);
   $("start").disabled = false;

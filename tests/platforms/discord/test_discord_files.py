@@ -127,3 +127,41 @@ async def test_a_file_the_agent_shares_is_posted_as_an_attachment(double_factory
                                      and msg["attachments"][0]["filename"] == "notes.md"]) == 2)
     finally:
         await stop_bot(bridge, hub)
+
+
+async def test_undo_from_the_summary_puts_the_file_back(double_factory: Any, cli_home: Path, tmp_path: Path,
+                                                        discord_double: DiscordDouble) -> None:
+    d = discord_double
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Done.", "turn": [
+        {"say": "Writing it.", "call": [ask_call("Go?", ["go"])]}, {"say": "Written."}]}))
+    ana = d.person("ana")
+    store = MemoryStateStore()
+    bridge, hub = await start_bot(d, tmp_path, md, cli_home, store, factory=option_flow())
+    try:
+        started = await d.slash(ana, "run", task="write notes", timeout=300)
+        await d.until(lambda _: any("Started run" in t for t in started.texts()))
+        m = re.search(r"`(r\w+)`", started.texts()[-1])
+        assert m is not None
+        run_id = m.group(1)
+        thread = int(next(msg for msg in d.bot_messages(d.channel_id) if "thread" in msg)["id"])
+        q = await d.until(lambda _: open_card(d, thread, "Go?"))
+        record = store.get_run(run_id)
+        assert record is not None
+        notes = Path(record.workspace) / "notes.md"
+        notes.write_bytes(b"# draft\n")
+        await d.click(ana, int(q["id"]), label="go")
+        await d.until(lambda _: len(hub.query.checkpoints(run_id) or []) == 2)  # taken as it was answered
+        notes.write_bytes(b"# overwritten\n")
+        await hub.query.wait(run_id)
+        summary = await d.until(lambda _: next((msg for msg in d.bot_messages(thread)
+                                                if "Undo changes…" in d.labels(msg)), None))
+        await d.click(ana, int(summary["id"]), label="Undo changes…")
+        offer = await d.until(lambda _: next((msg for msg in d.bot_messages(thread)
+                                              if "Restore c2" in d.labels(msg)), None))
+        assert "notes.md" in d.text(offer)
+        await d.click(ana, int(offer["id"]), label="Restore c2")
+        await d.until(lambda _: notes.read_bytes() == b"# draft\n")
+        await d.until(lambda _: any("Restored the workspace to checkpoint c2" in d.text(msg)
+                                    for msg in d.bot_messages(thread)))
+    finally:
+        await stop_bot(bridge, hub)

@@ -19,8 +19,11 @@ def test_the_manifest_is_exactly_what_the_bot_syncs() -> None:
     [flower] = synced
     assert flower["name"] == "flower" and flower["contexts"] == [0]  # guilds only: runs live in threads
     subs = {o["name"]: o for o in flower["options"]}
-    assert list(subs) == ["run", "stop", "end", "status", "runs", "follow", "resume", "unfollow", "wake", "help"]
-    assert [o["name"] for o in subs["run"]["options"]] == ["task", "timeout", "asks", "budget", "approve"]
+    assert list(subs) == ["run", "stop", "end", "model", "effort", "status", "runs", "follow", "resume", "unfollow",
+                          "wake", "help"]
+    assert [o["name"] for o in subs["run"]["options"]] == ["task", "timeout", "asks", "budget", "approve", "model",
+                                                           "effort"]
+    assert [c["value"] for c in subs["effort"]["options"][0]["choices"]] == ["low", "medium", "high", "xhigh", "max"]
     assert all(len(o["description"]) <= 100 for o in flower["options"])
 
 

@@ -148,3 +148,32 @@ async def test_the_summarys_files_button_uploads_what_the_run_changed(double_fac
         await double.click(summary, "Files", user="UANA")
         up = await double.wait_for(lambda d: d.uploads)
         assert up[0]["name"] == "report.md" and up[0]["data"] == b"# the report\n" and up[0]["thread_ts"] == root
+
+
+async def test_undo_from_the_summary_lists_checkpoints_and_restore_puts_the_file_back(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Done.", "turn": [
+        {"say": "Writing.", "call": [ask_call("Written?", ["yes"])]}, {"say": "All written."}]}))
+    async with SlackDouble() as double, slack_bot(tmp_path, md, cli_home, double) as bot:
+        assert await double.slash("/flower", "write a report", user="UANA", channel=C1) is None
+        q = await double.wait_for(lambda d: d.roots(C1) and card(d, C1, root_of(d).ts, "Written?"))
+        root = root_of(double).ts
+        run = bot.store.run_for_thread(bot.frontend.ctx.thread(C1, root)) or ""
+        record = bot.hub.query.run(run)
+        assert record is not None
+        report = Path(record.workspace) / "report.md"
+        report.write_text("# draft\n")  # before the answer: the checkpoint the answer takes holds it
+        await double.click(q, "yes", user="UANA")
+        await double.wait_for(lambda d: len(bot.hub.query.checkpoints(run) or []) == 2)  # taken as it was answered
+        report.write_text("# the report, overwritten\n")
+        await bot.hub.query.wait(run)
+        summary = await double.wait_for(lambda d: d.find(C1, root, lambda m: any(
+            b["text"]["text"] == "Undo changes…" for b in m.buttons())))
+        await double.click(summary, "Undo changes…", user="UANA")
+        offer = await double.wait_for(lambda d: d.find(C1, root, lambda m: any(
+            b["text"]["text"] == "Restore c2" for b in m.buttons())))
+        assert "report.md" in offer.body()
+        await double.click(offer, "Restore c2", user="UANA")
+        await double.wait_for(lambda d: d.find(C1, root, lambda m: "Restored the workspace to checkpoint c2"
+                                               in m.body()))
+        assert report.read_bytes() == b"# draft\n"

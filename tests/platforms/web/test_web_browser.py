@@ -306,3 +306,49 @@ async def test_a_demo_run_in_the_page_from_start_to_summary(browser: Page, doubl
         await front.stop()
         if later is not None:
             await later.stop()
+
+
+async def test_model_and_effort_from_the_page(browser: Page, double_factory: Any, cli_home: Path,
+                                              tmp_path: Path) -> None:
+    """The form's Options choose the model and effort; the status card shows them and its Model row changes
+    the model while the question waits; the model's next request carries the new one."""
+    from tests.conftest import scenario_of
+    from tests.support.hub_support import one_step_flow
+
+    opus, sonnet = "claude-opus-4-6", "claude-sonnet-4-6"
+    md = await double_factory(scenario_of({"name": "main", "after_end": "Going with {last_tool_result}.", "turn": [
+        {"say": "One question.", "call": [{"tool": "mcp__human__ask",
+                                            "input": {"question": "Tabs or spaces?", "options": ["tabs", "spaces"]}}]},
+    ]}))
+    front = WebFrontend(port=0, say=lambda s: None)
+    hub = make_hub(tmp_path, md, cli_home, front.surface, MemoryStateStore(), factory=one_step_flow(),  # type: ignore[arg-type]
+                   view=ViewConfig(status_every_s=0.5, prose_linger_s=0.2))
+    front.attach(hub)
+    await front.start()
+    try:
+        page = browser
+        await page.open(front.url)
+        await page.type("#task", "Pick a style.")
+        await page.js("document.querySelector('details.options').open = true")
+        await page.type("#model", opus)
+        await page.js("document.getElementById('effort').value = 'low'")
+        await page.click("#start")
+        await page.until("document.querySelector('li.msg.ask[data-state=open] button[data-verb=ans]')")
+        shown = await page.until("(() => { const v = document.querySelector('#status .model-row .value');"
+                                 f" return v && v.textContent.includes('{opus}') && v.textContent; }})()")
+        assert shown == f"{opus} · effort low"
+        sent = [r.body for r in md.model_requests() if r.body.get("tools")]
+        assert [(b["model"], b["output_config"]["effort"]) for b in sent] == [(opus, "low")]
+
+        await page.type("#model-name", sonnet)
+        await page.click(".model-form button")
+        await page.until("(() => { const v = document.querySelector('#status .model-row .value');"
+                         f" return v && v.textContent.includes('{sonnet}'); }})()")
+        await page.click("li.msg.ask[data-state=open] button[data-verb=ans]")
+        run = next(iter(hub.live))
+        await hub.query.wait(run)
+        after = [r.body["model"] for r in md.model_requests() if r.body.get("tools")][1:]
+        assert after and set(after) == {sonnet}
+    finally:
+        await hub.close()
+        await front.stop()

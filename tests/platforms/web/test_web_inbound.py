@@ -166,7 +166,8 @@ def test_a_run_and_its_cards() -> None:
     r = RunRecord("r1", ThreadRef("web", "page", "t1"), "web", "task", "running", created_at=1.0, updated_at=2.0)
     assert run_json(r, page=r.thread, live=True, worker="") == {
         "id": "r1", "task": "task", "status": "running", "owner": "web", "platform": "web", "thread": str(r.thread),
-        "page_thread": str(r.thread), "created_at": 1.0, "updated_at": 2.0, "round": 1, "live": True, "worker": ""}
+        "page_thread": str(r.thread), "created_at": 1.0, "updated_at": 2.0, "round": 1, "live": True, "worker": "",
+        "model": None, "effort": None}
     assert run_json(r, page=None, live=False, worker="w2")["page_thread"] is None
     question = OpenCard("1-q1", "Dark or light?", ["dark", "light"], 3.0)
     assert ask_json(question) == {"id": "1-q1", "question": "Dark or light?", "options": ["dark", "light"],
