@@ -26,7 +26,6 @@ from claude_agent_sdk import ClaudeAgentOptions, project_key_for_directory
 from flower_core.events import Event
 from flower_core.manifest import Manifest
 from flower_core.runtime.attempt import Attempt, Outcome, StopSignal
-from flower_core.runtime.books import StepBooks
 from flower_core.runtime.budget import Budget, halt
 from flower_core.runtime.generation import HandoffKit, StepState, write_generation_handoff
 from flower_core.runtime.handoff import (
@@ -46,6 +45,7 @@ from flower_core.runtime.permission import take_decisions
 from flower_core.runtime.resilience import FATAL, Resilience, classify, is_network_error
 from flower_core.runtime.results import StepResult
 from flower_core.runtime.steering import Choice, ModelRefused, Steering
+from flower_core.runtime.step_records import StepRecords
 from flower_core.runtime.transcript import SessionFacts, ask_calls, human_inputs
 from flower_core.session_store import stored_entries
 from flower_core.spec import AgentSpec, build_options, resolve_env
@@ -56,7 +56,7 @@ _FORWARD = "forward_subagent_text"
 _OPTION_FIELDS = frozenset(f.name for f in fields(ClaudeAgentOptions))
 
 
-class Runtime(StepBooks):
+class Runtime(StepRecords):
     """Holds the workspace, the session store, the manifest and the policies; ``run`` runs a step.
 
     ``workbench`` is anything with a ``notes`` path (handoff documents land there) or None; as in

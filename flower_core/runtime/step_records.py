@@ -1,5 +1,6 @@
-"""The runtime's books for one step: what an attempt's outcome and events add to the step, and where
-its events and manifest rows go. Best effort by design: a failing sink or manifest never breaks a run."""
+"""StepRecords: what an attempt's outcome and events add to one step (its result, its session, its
+context window), and where its events and manifest rows go. Mixed into Runtime. Best effort by design: a
+failing sink or manifest never breaks a run."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from flower_core.spec import AgentSpec
 
 
-class StepBooks:
+class StepRecords:
     """Mixed into Runtime, which sets these."""
 
     on_session: Callable[[str], None] | None
