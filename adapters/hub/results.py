@@ -32,6 +32,7 @@ class IntentResult:
     `told`: the hub has already told the actor this refusal itself, alone (`Hub.refuse`); platforms show
     nothing more. Every other refusal is for the platform to show, every time (never "said a moment ago").
     `ignored`: a plain message in a thread that holds no run: not for the hub, the platform ignores it.
+    `routine_id`: the routine a routine intent made or changed.
     """
 
     ok: bool
@@ -42,6 +43,7 @@ class IntentResult:
     told: bool = False
     form: Form | None = None
     ignored: bool = False
+    routine_id: str = ""  # the routine an AddRoutine or RoutineAction was about
 
     def __bool__(self) -> bool:
         return self.ok
