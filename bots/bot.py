@@ -152,6 +152,7 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
         hub = Hub(surfaces, store, hub_settings(cfg), kit=EngineKit(factory=flow_factory(cfg.flow), env=model.env),
                   transport=(transport := _transport(cfg)))
         declare_routines(hub, cfg)
+        hub.scheduler.hold = routine_hold(cfg.env.get("FLOWER_ROUTINE_HOLD", ""))
         try:
             await hub.open()
         except StartRefused as exc:  # Redis is not there
@@ -239,6 +240,18 @@ def declare_routines(hub: Hub, cfg: BotConfig) -> None:
         hub.routines.declare(declared)
     except ValueError as exc:
         raise ConfigError(f"config: [[routines]] {exc}") from None
+
+
+def routine_hold(value: str) -> dict[str, float]:
+    """FLOWER_ROUTINE_HOLD="opened=30": a test seam (crash tests) that makes a firing stand still at a moment."""
+    hold = {}
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        moment, _, seconds = part.partition("=")
+        try:
+            hold[moment.strip()] = float(seconds)
+        except ValueError:
+            raise ConfigError(f"FLOWER_ROUTINE_HOLD: expected moment=seconds, got {part!r}") from None
+    return hold
 
 
 def hub_settings(cfg: BotConfig) -> HubSettings:

@@ -118,33 +118,32 @@ class RoutineHandler:
         raise ValueError(f"unknown routine verb {action.verb!r}")
 
     def declare(self, declared: Iterable[tuple[AddRoutine, ThreadRef, str]]) -> list[str]:
-        """The configuration's routines, as code: each under "cfg-<name>", its next firing kept when its
-        schedule did not change; a routine of the file no longer in it is deleted. ValueError names the bad one."""
-        now, kept = self.clock(), set()
+        """The configuration's routines, as code: each under "cfg-<name>", its next firing kept while its
+        schedule is unchanged; a routine of the file no longer in it is deleted. All are checked before any is
+        saved: ValueError names the bad one, and nothing changes."""
+        now, routines = self.clock(), []
         for add, place, owner in declared:
             rid = "cfg-" + re.sub(r"[^a-z0-9]+", "-", (add.name or add.task).lower()).strip("-")[:40]
             old = self.store.get_routine(rid)
             said, tz = " ".join(add.schedule.split()), add.timezone.strip() or self.default_zone or "UTC"
-            if old is not None and (old.said, old.timezone) == (said, tz):  # same schedule: keep its firings
-                base = routine_of(dataclasses.replace(add, schedule="every minute"), place, owner,
-                                  default_zone=self.default_zone, now=now, routine_id=rid, source="config")
-                self.store.save_routine(dataclasses.replace(base, schedule=old.schedule, said=old.said,
-                                                            next_at=old.next_at, paused=old.paused,
-                                                            created_at=old.created_at))
-                kept.add(rid)
-                continue
-            try:
-                routine = routine_of(add, place, owner, default_zone=self.default_zone, now=now, routine_id=rid,
-                                     source="config")
+            unchanged = old is not None and (old.said, old.timezone) == (said, tz)
+            try:  # an unchanged one-off may be past by now: its schedule is not read again
+                routine = routine_of(dataclasses.replace(add, schedule="every minute") if unchanged else add, place,
+                                     owner, default_zone=self.default_zone, now=now, routine_id=rid, source="config")
             except ValueError as exc:
                 raise ValueError(f"routine {add.name or add.task!r}: {exc}") from None
             if old is not None:
                 routine = dataclasses.replace(routine, paused=old.paused, created_at=old.created_at)
+            if old is not None and unchanged:
+                routine = dataclasses.replace(routine, schedule=old.schedule, said=old.said, next_at=old.next_at)
+            routines.append(routine)
+        kept = {r.routine_id for r in routines}
+        for routine in routines:
             self.store.save_routine(routine)
-            kept.add(rid)
         for old in self.store.list_routines():
             if old.source == "config" and old.routine_id not in kept:
                 self.store.delete_routine(old.routine_id)
+        self.scheduler.poke()
         return sorted(kept)
 
 

@@ -76,6 +76,9 @@ class Scheduler:
         self._waiting: set[tuple[str, float]] = set()  # occurrences already said to be waiting
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()  # set by Hub.recover: nothing fires before the old runs are back
+        # A test seam for crash tests of a real process: seconds to stand still at a moment of a firing
+        # ("recorded", "opened", "started"), so a SIGKILL lands exactly there (bots: FLOWER_ROUTINE_HOLD).
+        self.hold: dict[str, float] = {}
 
     # ---- the loop ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -182,6 +185,7 @@ class Scheduler:
         """Carry a recorded occurrence on as far as it can go now; returns its state (or outcome)."""
         o = occurrence
         key = (o.routine_id, o.due)
+        await self._hold("recorded", o)
         routine = self.store.get_routine(o.routine_id)
         if routine is None:
             self.store.update_occurrence(o.routine_id, o.due, state="skipped", note="the routine was deleted")
@@ -223,12 +227,21 @@ class Scheduler:
             except Exception as exc:  # the platform refused (not in the channel, an outage)
                 return self._failed(routine, o, f"could not open a thread in {routine.place}: {exc}")
             self.store.update_occurrence(o.routine_id, o.due, thread=thread)
+            await self._hold("opened", o)
         result = await self._start(routine, o, thread, origin)
         if not result.ok:
             return self._failed(routine, o, result.message)
+        await self._hold("started", o)
         if late_for_room:
             self._tell(o.run_id, "⏳ This routine's run waited for room (the bot was at max_runs) and started now.")
         return self._started(routine, o)
+
+    async def _hold(self, moment: str, o: Occurrence) -> None:
+        wait = self.hold.get(moment)
+        if wait:
+            log.warning("routine %s: holding %gs at %r (run %s): FLOWER_ROUTINE_HOLD is a test seam", o.routine_id,
+                        wait, moment, o.run_id)
+            await asyncio.sleep(wait)
 
     def last_run(self, routine_id: str, *, but: str = "") -> str:
         """The run id of the routine's latest started occurrence ("" when none)."""
