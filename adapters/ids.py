@@ -17,7 +17,14 @@ int   interrupt the run with a message    —          —
 orc   ask the oracle about the run        —          —
 wake  wake a run that did not come back   —          —
 fil   post the run's changed files         —          —
+rtp   pause a routine                      —          —
+rtr   resume a routine                     —          —
+rtn   run a routine now                    —          —
+rtd   delete a routine                     —          —
 ====  ==================================  =========  ======
+
+The `rt*` verbs carry a routine's id where the others carry a run id (the field is the id of what the
+button acts on).
 
 Fields may not contain ":" or whitespace. ``ID_PATTERN`` is a regex usable as a discord.py
 ``DynamicItem`` template (it is matched with fullmatch); its groups are verb, run_id, card_id, option.
@@ -44,6 +51,10 @@ VERBS: dict[str, tuple[bool, bool]] = {
     "orc": (False, False),
     "wake": (False, False),
     "fil": (False, False),
+    "rtp": (False, False),
+    "rtr": (False, False),
+    "rtn": (False, False),
+    "rtd": (False, False),
 }
 
 _FIELD = r"[^:\s]"

@@ -56,8 +56,9 @@ class IntentResult:
     def to_show(self, *, quiet_when_ok: bool) -> str | None:
         """The one rule for what the person who acted is told (None: nothing). A replay says nothing; a
         success says nothing where the thread itself shows it (`quiet_when_ok`); a refusal the hub told
-        already says nothing more; any other refusal, and a late click on a stale card, says why."""
-        if self.replayed or self.told or (self.ok and quiet_when_ok):
+        already says nothing more; any other refusal, and a late click on a stale card, says why. A routine's
+        change shows in no thread, so it is always said."""
+        if self.replayed or self.told or (self.ok and quiet_when_ok and not self.routine_id):
             return None
         return self.message or None
 

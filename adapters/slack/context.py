@@ -46,7 +46,7 @@ def usage(unknown: str = "") -> str:
     head = f"I don't know `{unknown}`. " if unknown else ""
     return (f"{head}Usage: `/flower <task>` starts a run in this channel · `/flower status` · `/flower runs` · "
             "`/flower follow <run id>` · `/flower unfollow <run id>` · `/flower resume <run id> [words]` · "
-            "`/flower help` · "
+            "`/flower every weekday at 9:00 <task>` · `/flower routines` · `/flower help` · "
             "`/stop [message]` interrupts your run here.")
 
 
@@ -59,10 +59,12 @@ class SlackContext:
         self.options: RunOptions | None = None  # per-run options every Slack start gets (None: the bot's)
         self.files: SlackFiles | None = None  # downloads files people share (set by the front end)
         self._looked_up: LRU[str, bool] = LRU(10_000)
+        self._zones: LRU[str, str] = LRU(10_000)
 
     # ---- wiring -------------------------------------------------------------------------------------
     def attach(self, hub: Hub) -> None:
         self._hub = hub
+        hub.hooks.open_threads(PLATFORM, self.open_thread)
         self.surface.footer = self.footer
         if self.surface.sessions is not None:
             self.surface.sessions.describe = self.describe
@@ -126,6 +128,31 @@ class SlackContext:
         display = profile.get("display_name") or profile.get("real_name") or info.get("real_name") or info.get("name")
         if display:
             self.hub.hooks.note(user, str(display))
+
+    async def zone(self, user: str) -> str:
+        """The person's time zone as Slack knows it (users.info `tz`), "" when it cannot say."""
+        known = self._zones.get(user)
+        if known is not None:
+            return known
+        try:
+            resp = await asyncio.wait_for(self.client.users_info(user=user), NAME_LOOKUP_S)
+        except Exception as exc:  # no scope, no network: the bot's zone stands in
+            log.info("users.info (tz) for %s: %r", user, exc)
+            return ""
+        info: Any = resp.get("user") or {}
+        tz = info.get("tz")
+        found = tz if isinstance(tz, str) else ""
+        self._zones.put(user, found)
+        return found
+
+    # ---- routines ----------------------------------------------------------------------------------------
+    async def open_thread(self, channel: str, card: OutMessage) -> ThreadRef:
+        """A routine's run (hub.hooks.open_threads): its first status card as a new root of `channel`, the
+        thread that root opens, and the root remembered as the run's status message (later edits edit it)."""
+        root = await self.surface.post_root(channel, card)
+        thread = self.thread(channel, root)
+        self.hub.hooks.remember_message(thread, card.key, root)
+        return thread
 
     # ---- telling people ---------------------------------------------------------------------------------
     async def tell(self, channel: str, user: str, text: str, thread_ts: str = "") -> None:

@@ -13,6 +13,9 @@ Slash command grammar (`/flower`):
 ``/flower help``       what the bot does
 ``/flower follow <r>`` show run `r` in a new thread of this channel (a mirror)
 ``/flower unfollow <r>``  stop showing run `r` in this channel's mirror threads
+``/flower <when> <t>``    a routine in this channel: `every weekday at 9:00 <t>`, `at 22:00 <t>`,
+                       `in 30 minutes <t>`, `every 2 hours <t>`, `cron 0 9 * * 1-5 <t>` (hub.split_schedule)
+``/flower routines``   this channel's routines, with Pause/Resume, Run now and Delete buttons
 =====================  ==============================================================
 
 `follow`/`unfollow` take exactly one word, the run id; with more words it is a task ("follow the
@@ -26,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from adapters.hub import split_schedule
 
 __all__ = ["RUN_SUBCOMMANDS", "SUBCOMMANDS", "Action", "FlowerCommand", "PayloadError", "dedupe_key", "message_thread",
            "parse_flower", "read_action", "text_field"]
@@ -63,10 +68,11 @@ def text_field(d: Any, *path: str, required: bool = True, null_ok: bool = True) 
 
 @dataclass(frozen=True)
 class FlowerCommand:
-    kind: str  # start | status | runs | help | follow | unfollow | wake | resume | usage
-    text: str = ""  # the task (start), the run id (follow, unfollow, wake, resume) or what was not understood (usage)
+    kind: str  # start | status | runs | help | follow | unfollow | wake | resume | routine | routines | usage
+    text: str = ""  # the task (start, routine), the run id (follow, unfollow, wake, resume) or what was not
+    # understood (usage)
     options: dict[str, float] = field(default_factory=dict)  # start: budget_usd, timeout_s, max_asks
-    words: str = ""  # resume: what the run should do next ("" to only show it here)
+    words: str = ""  # resume: what the run should do next ("" to only show it here); routine: its schedule
     approve: str = ""  # start: `approve=bash,edits` as typed (RunOptions.approve_from reads it)
 
 
@@ -107,6 +113,12 @@ def parse_flower(text: str) -> FlowerCommand:
         return FlowerCommand(sub)
     if sub == "runs" and rest.strip().lower() == "all":
         return FlowerCommand("runs", "all")
+    if sub == "routines" and not rest.strip():
+        return FlowerCommand("routines")
+    scheduled = split_schedule(words)  # `every weekday at 9:00 <task>`, `at 22:00 <task>`, `cron 0 9 * * 1-5 <task>`
+    if scheduled is not None:
+        schedule, task = scheduled
+        return FlowerCommand("routine", task, words=schedule.removeprefix("cron ").strip())
     if sub == "resume":  # `resume <run id> [words…]`
         run_id, _, said = rest.strip().partition(" ")
         return FlowerCommand("resume", run_id, words=said.strip()) if run_id else FlowerCommand("usage", "")
