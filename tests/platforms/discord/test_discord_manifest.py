@@ -19,9 +19,15 @@ def test_the_manifest_is_exactly_what_the_bot_syncs() -> None:
     [flower] = synced
     assert flower["name"] == "flower" and flower["contexts"] == [0]  # guilds only: runs live in threads
     subs = {o["name"]: o for o in flower["options"]}
-    assert list(subs) == ["run", "stop", "end", "status", "runs", "follow", "resume", "unfollow", "wake", "help"]
+    assert list(subs) == ["run", "stop", "end", "status", "runs", "follow", "resume", "unfollow", "wake", "help",
+                          "routine"]
     assert [o["name"] for o in subs["run"]["options"]] == ["task", "timeout", "asks", "budget", "approve"]
     assert all(len(o["description"]) <= 100 for o in flower["options"])
+    routine = {o["name"]: o for o in subs["routine"]["options"]}  # a subcommand group (type 2)
+    assert subs["routine"]["type"] == 2 and list(routine) == ["add", "list", "pause", "resume", "delete", "run"]
+    assert [o["name"] for o in routine["add"]["options"]] == ["schedule", "task", "name", "timezone", "overlap",
+                                                              "catch_up"]
+    assert all(len(o["description"]) <= 100 for o in subs["routine"]["options"] for o in [o, *o.get("options", [])])
 
 
 def test_the_manifest_notes_name_the_intents_permissions_and_invite_the_bot_uses() -> None:
