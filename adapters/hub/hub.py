@@ -125,7 +125,8 @@ class Hub:
 
         self.openers: dict[str, Opener] = {}
         self.scheduler = Scheduler(store, self.registry, self.openers, start_routine,
-                                   room=self.admission.over_limit, new_run_id=new_run_id, clock=wall_clock)
+                                   room=self.admission.over_limit, may_start=self.access.can_start,
+                                   new_run_id=new_run_id, clock=wall_clock)
         self.routines = RoutineHandler(store, self.scheduler, default_zone=s.timezone, clock=wall_clock)
         self.door.serve(
             starts=starts,

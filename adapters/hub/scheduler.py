@@ -12,6 +12,8 @@ carry on an occurrence
   b. the routine's last run is live   overlap "skip": settled "skipped", that run's thread says so;
                                       "queue": stays pending until that run ends
   c. the bot is at max_runs           stays pending; it starts as soon as there is room, and says so
+     its owner may no longer start    settled "failed" (who may is checked at every firing, not only when
+     runs in its channel              the routine was made)
   d. open its thread                  the platform's opener (hub.hooks.open_threads) posts the root; the
                                       thread is recorded, so a restart reuses it
   e. start the run                    StartHandler.start with the recorded run id → "started" (or "failed")
@@ -41,6 +43,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
+from adapters.access import Decision
 from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult
 from adapters.hub.schedule import Schedule, ScheduleError
@@ -66,10 +69,11 @@ class Scheduler:
     WAIT_POLL_S = 1.0  # while an occurrence waits (overlap "queue", no room)
 
     def __init__(self, store: StateStore, registry: RunRegistry, openers: dict[str, Opener], start: StartRoutine,
-                 *, room: Callable[[], str | None], new_run_id: Callable[[], str],
-                 clock: Callable[[], float] = time.time, grace_s: float = 60.0) -> None:
+                 *, room: Callable[[], str | None], may_start: Callable[[str, str], Decision],
+                 new_run_id: Callable[[], str], clock: Callable[[], float] = time.time, grace_s: float = 60.0) -> None:
         self.store, self.registry, self.openers, self._start = store, registry, openers, start
-        self.room, self.new_run_id, self.clock, self.grace_s = room, new_run_id, clock, grace_s
+        self.room, self.may_start, self.new_run_id = room, may_start, new_run_id
+        self.clock, self.grace_s = clock, grace_s
         self.firings: Counter[str] = Counter({o: 0 for o in OUTCOMES})
         self.lock = asyncio.Lock()
         self._poke = asyncio.Event()
@@ -214,6 +218,9 @@ class Scheduler:
             return "pending"
         late_for_room = key in self._waiting
         self._waiting.discard(key)
+        place = routine.place
+        if not (allowed := self.may_start(f"{place.platform}:{place.channel}", routine.owner)):
+            return self._failed(routine, o, f"its owner may no longer start runs there ({allowed.reason})")
         origin = f"⏰ {routine.name}, {self._when(routine, o.due)}"
         thread = o.thread
         if thread is None:

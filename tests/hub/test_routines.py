@@ -242,6 +242,13 @@ async def test_who_may_starters_add_owners_and_admins_manage(rig: Rig) -> None:
     assert (await rig.hub.submit(RoutineAction(rid, "pause"), "carol")).ok
     rig.store.set_channel_policy("memory:C1", ChannelPolicy(starters={"bob"}, admins={"carol"}))
     assert not (await rig.hub.submit(RoutineAction(rid, "resume"), "alice")).ok  # may no longer start here
+    # and her routine no longer starts runs there: checked at every firing
+    assert (await rig.hub.submit(RoutineAction(rid, "resume"), "carol")).ok
+    await rig.at(at(2026, 12, 5, 9, 0))
+    assert rig.runs() == []
+    info = rig.hub.query.routine(rid)
+    assert info is not None and info.last[0].state == "failed" and "may no longer start" in info.last[0].note
+    assert rig.hub.query.routine_firings()["failed"] == 1
 
 
 # ---- exactly once across a crash at each moment of a firing: a second Hub on the same file -------------------
