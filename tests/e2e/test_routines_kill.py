@@ -10,14 +10,19 @@ at that moment and logs "holding"), so the SIGKILL lands exactly there rather th
     started    the run's record is saved and its CLI starting; the occurrence not yet marked started
 
 The routine is a one-off "in 2 seconds" made through POST /api/routines, on the real clock; the model
-double outlives every life of the bot.
+double outlives every life of the bot. A last test kills the bot, moves two hourly routines' next firing
+three hours back in its store (downtime, without the wait) and starts it again: one catches up once, the
+other (catch_up = false) fires nothing for what it missed.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +107,51 @@ async def test_a_firing_killed_at_any_moment_starts_exactly_once(bot: BotProcess
     log = (tmp_path / "bot.log").read_text(encoding="utf-8", errors="replace")
     fired = [ln for ln in log.splitlines() if "fired: outcome=started" in ln]
     assert len(fired) == 1 and f"run_id={run_id}" in fired[0], fired
+
+
+def set_next_at(root: Path, routine_id: str, t: float) -> None:
+    """Move a routine's next firing back (between lives, no bot running): the store as a process would find it
+    after that much downtime, without waiting for it."""
+    db = sqlite3.connect(root / "bot-state.db")
+    try:
+        [data] = db.execute("SELECT data FROM routines WHERE routine_id=?", (routine_id,)).fetchone()
+        routine = json.loads(data)
+        routine["next_at"] = t
+        db.execute("UPDATE routines SET data=? WHERE routine_id=?", (json.dumps(routine), routine_id))
+        db.commit()
+    finally:
+        db.close()
+
+
+async def test_occurrences_missed_while_down_catch_up_once_or_not_at_all(bot: BotProcess, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    await bot.start()
+    async with aiohttp.ClientSession() as session:
+        api = Api(session, bot.base)
+        made = {}
+        for name, catch_up in (("caught", True), ("dropped", False)):
+            status, body = await api.post("/api/routines", {"task": f"hourly {name}", "schedule": "every hour",
+                                                            "name": name, "catch_up": catch_up})
+            assert status == 201, body
+            made[name] = body["id"]
+    await bot.kill(signal.SIGKILL)
+    three_hours_ago = time.time() - 3 * 3600  # three occurrences of each were missed
+    for rid in made.values():
+        set_next_at(root, rid, three_hours_ago)
+
+    await bot.start()
+    async with aiohttp.ClientSession() as session:
+        api = Api(session, bot.base)
+
+        async def caught() -> Any:
+            routine = await api.get(f"/api/routines/{made['caught']}")
+            return routine if routine["last"] and routine["last"][0]["state"] == "started" else None
+        routine = await api.until("the catch-up run", caught, timeout=60)
+        assert [(o["kind"], o["state"]) for o in routine["last"]] == [("catch_up", "started")]  # once, not three
+        await api.ended(routine["last"][0]["run_id"])
+        dropped = await api.get(f"/api/routines/{made['dropped']}")
+        assert dropped["last"] == []  # catch_up = false: nothing for what was missed
+        for r in (routine, dropped):
+            assert r["next"] is not None and datetime.fromisoformat(r["next"]).timestamp() > time.time()
+        assert [r["id"] for r in (await api.get("/api/runs"))["runs"]] == [routine["last"][0]["run_id"]]
+    await bot.kill(signal.SIGTERM)
