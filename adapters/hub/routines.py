@@ -54,25 +54,29 @@ def iso(routine: Routine, t: float | None) -> str | None:
 
 
 def routine_of(add: AddRoutine, place: ThreadRef, owner: str, *, default_zone: str, now: float,
-               routine_id: str = "", source: str = "") -> Routine:
-    """A routine from what was asked, or ValueError (ScheduleError among them) saying what is accepted."""
+               routine_id: str = "", source: str = "", keep: Routine | None = None) -> Routine:
+    """A routine from what was asked, or ValueError (ScheduleError among them) saying what is accepted.
+    `keep`: a routine whose schedule and next firing stay as they are (a configuration's unchanged one, whose
+    one-off may be past by now)."""
     task = add.task.strip()
     if not task:
         raise ValueError("Say what the routine should do: a task is required.")
     if add.overlap not in OVERLAPS:
         raise ValueError(f"overlap must be \"skip\" or \"queue\", not {add.overlap!r}.")
-    tz = add.timezone.strip() or add.zone_hint or default_zone or "UTC"
-    schedule = parse_schedule(add.schedule, tz, now)
     options = add.options or RunOptions()
     if (bad := options.problem()) is not None:
         raise ValueError(bad)
-    first = schedule.next_after(now)
-    if first is None:
-        raise ScheduleError("that schedule never fires again")
+    if keep is not None:
+        spec, zone, first, said = keep.schedule, keep.timezone, keep.next_at, keep.said
+    else:
+        schedule = parse_schedule(add.schedule, add.timezone.strip() or add.zone_hint or default_zone or "UTC", now)
+        first = schedule.next_after(now)
+        if first is None:
+            raise ScheduleError("that schedule never fires again")
+        spec, zone, said = schedule.spec, schedule.zone, " ".join(add.schedule.split())
     return Routine(routine_id or "rt" + uuid.uuid4().hex[:6], add.name.strip() or _fmt.one_line(task, 40), task,
-                   schedule.spec, schedule.zone, ThreadRef(place.platform, place.channel), owner,
-                   options=options.to_json(), overlap=add.overlap, catch_up=add.catch_up, next_at=first,
-                   source=source, said=" ".join(add.schedule.split()))
+                   spec, zone, ThreadRef(place.platform, place.channel), owner, options=options.to_json(),
+                   overlap=add.overlap, catch_up=add.catch_up, next_at=first, source=source, said=said)
 
 
 class RoutineHandler:
@@ -127,15 +131,13 @@ class RoutineHandler:
             old = self.store.get_routine(rid)
             said, tz = " ".join(add.schedule.split()), add.timezone.strip() or self.default_zone or "UTC"
             unchanged = old is not None and (old.said, old.timezone) == (said, tz)
-            try:  # an unchanged one-off may be past by now: its schedule is not read again
-                routine = routine_of(dataclasses.replace(add, schedule="every minute") if unchanged else add, place,
-                                     owner, default_zone=self.default_zone, now=now, routine_id=rid, source="config")
+            try:
+                routine = routine_of(add, place, owner, default_zone=self.default_zone, now=now, routine_id=rid,
+                                     source="config", keep=old if unchanged else None)
             except ValueError as exc:
                 raise ValueError(f"routine {add.name or add.task!r}: {exc}") from None
             if old is not None:
                 routine = dataclasses.replace(routine, paused=old.paused, created_at=old.created_at)
-            if old is not None and unchanged:
-                routine = dataclasses.replace(routine, schedule=old.schedule, said=old.said, next_at=old.next_at)
             routines.append(routine)
         kept = {r.routine_id for r in routines}
         for routine in routines:

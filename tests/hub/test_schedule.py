@@ -88,6 +88,8 @@ def test_in_a_few_seconds_is_a_one_off_to_the_second() -> None:
     ("at 2026-02-30 09:00", "no such date"),
     ("at 25:00", "no such time"),
     ("61 * * * *", "bad cron expression"),
+    ("0 0 30 2 *", "bad cron expression"),  # February 30th never comes
+    ("0 9 * *", "cannot read"),  # four fields
     ("every 5 hours", "does not divide the day"),
     ("every 7 minutes", "does not divide the hour"),
     ("every day", "needs a time"),
