@@ -96,7 +96,8 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ack()
             await ctx.note(user, name)
             zone = await ctx.zone(user)
-            result = await ctx.hub.submit(AddRoutine(cmd.text, cmd.words, zone_hint=zone, options=ctx.options), user,
+            options = ctx.run_options(cmd.options, cmd.approve)
+            result = await ctx.hub.submit(AddRoutine(cmd.text, cmd.words, zone_hint=zone, options=options), user,
                                           where=ctx.thread(channel))
             if not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)

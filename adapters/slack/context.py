@@ -174,21 +174,26 @@ class SlackContext:
         if text is not None:
             await self.tell(channel, user, text, thread_ts)
 
+    def run_options(self, options: dict[str, float] | None, approve: str = "") -> RunOptions | None:
+        """What the person asked for on the command line (budget_usd, timeout_s, max_asks; `approve`: the tools
+        to ask about, "bash,edits") over the context's own defaults (None: the bot's)."""
+        if not options and not approve:
+            return self.options
+        base = self.options or RunOptions()
+        options = options or {}
+        asks = options.get("max_asks")
+        return replace(base, budget_usd=options.get("budget_usd", base.budget_usd),
+                       timeout_s=options.get("timeout_s", base.timeout_s),
+                       max_asks=int(asks) if asks is not None else base.max_asks,
+                       approve=RunOptions.approve_from(approve) if approve else base.approve)
+
     # ---- starting a run -----------------------------------------------------------------------------------
     async def start_run(self, task: str, channel: str, user: str, *, thread_ts: str = "",
                         options: dict[str, float] | None = None, approve: str = "") -> IntentResult:
         """`options`: what the person asked for on the command line (budget_usd, timeout_s, max_asks),
         over the context's own defaults; `approve`: the tools to ask about ("bash,edits")."""
         hub = self.hub
-        run_options = self.options
-        if options or approve:
-            base = self.options or RunOptions()
-            options = options or {}
-            asks = options.get("max_asks")
-            run_options = replace(base, budget_usd=options.get("budget_usd", base.budget_usd),
-                                  timeout_s=options.get("timeout_s", base.timeout_s),
-                                  max_asks=int(asks) if asks is not None else base.max_asks,
-                                  approve=RunOptions.approve_from(approve) if approve else base.approve)
+        run_options = self.run_options(options, approve)
         task = task.strip()
         if not task:
             return IntentResult(False, usage())

@@ -14,7 +14,8 @@ Slash command grammar (`/flower`):
 ``/flower follow <r>`` show run `r` in a new thread of this channel (a mirror)
 ``/flower unfollow <r>``  stop showing run `r` in this channel's mirror threads
 ``/flower <when> <t>``    a routine in this channel: `every weekday at 9:00 <t>`, `at 22:00 <t>`,
-                       `in 30 minutes <t>`, `every 2 hours <t>`, `cron 0 9 * * 1-5 <t>` (hub.split_schedule)
+                       `in 30 minutes <t>`, `every 2 hours <t>`, `cron 0 9 * * 1-5 <t>` (hub.split_schedule);
+                       per-run options may come first, as for a start
 ``/flower routines``   this channel's routines, with Pause/Resume, Run now and Delete buttons
 =====================  ==============================================================
 
@@ -128,6 +129,9 @@ def parse_flower(text: str) -> FlowerCommand:
     if parsed is None:
         return FlowerCommand("usage", head)
     options, approve, task = parsed
+    if (options or approve) and (scheduled := split_schedule(task)) is not None:  # `budget=5 every day at 9:00 …`
+        schedule, task = scheduled
+        return FlowerCommand("routine", task, options, words=schedule.removeprefix("cron ").strip(), approve=approve)
     if options or approve:
         return FlowerCommand("start", task, options, approve=approve) if task else FlowerCommand("usage", "")
     if " " not in words.strip():

@@ -104,5 +104,12 @@ async def test_at_a_time_is_a_one_off_and_bad_input_says_what_is_accepted(tmp_pa
         await double.wait_for(lambda d: d.ephemerals_for("UMALLORY"))
         assert "not allowed" in double.ephemerals_for("UMALLORY")[0]
         assert len(bot.hub.query.routines()) == 1
+        # per-run options may come first, as for a start
+        await double.slash("/flower", "budget=2 asks=1 every monday at 8:30 plan the week", user="UALICE",
+                           channel=C1)
+        await double.wait_for(lambda d: len(bot.hub.query.routines()) == 2)
+        planned = next(i.routine for i in bot.hub.query.routines() if i.routine.task == "plan the week")
+        assert planned.schedule == "30 8 * * 1" and '"budget_usd": 2.0' in planned.options
+        assert '"max_asks": 1' in planned.options
         empty = await double.slash("/flower", "routines", user="UALICE", channel="C0000009")
         assert empty is not None and "No routines in this channel" in empty["text"]
