@@ -251,11 +251,10 @@ class Scheduler:
             await asyncio.sleep(wait)
 
     def last_run(self, routine_id: str, *, but: str = "") -> str:
-        """The run id of the routine's latest started occurrence ("" when none)."""
-        for o in self.store.occurrences_of(routine_id, 20):
-            if o.state == "started" and o.run_id != but:
-                return o.run_id
-        return ""
+        """The run id of the routine's latest started occurrence ("" when none): however many were skipped
+        since (a long run, an hourly routine), that is the one that may still be going."""
+        return next((o.run_id for o in self.store.occurrences_of(routine_id, 2, state="started") if o.run_id != but),
+                    "")
 
     # ---- settling and saying ---------------------------------------------------------------------------
     def _started(self, routine: Routine, o: Occurrence, *, again: bool = False) -> str:

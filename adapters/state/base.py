@@ -219,6 +219,7 @@ class StateStore(Protocol):
     def update_occurrence(self, routine_id: str, due: float, *, state: str | None = None,
                           thread: ThreadRef | None = None, note: str | None = None) -> None: ...
     def pending_occurrences(self) -> list[Occurrence]: ...  # oldest first
-    def occurrences_of(self, routine_id: str, limit: int = 10) -> list[Occurrence]: ...  # newest first
+    def occurrences_of(self, routine_id: str, limit: int = 10, *,
+                       state: str | None = None) -> list[Occurrence]: ...  # newest first; `state`: only those
 
     def close(self) -> None: ...

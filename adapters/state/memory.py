@@ -210,9 +210,10 @@ class MemoryStateStore:
         with self._lock:
             return [o for o in self._occurrences.values() if o.state == "pending"]
 
-    def occurrences_of(self, routine_id: str, limit: int = 10) -> list[Occurrence]:
+    def occurrences_of(self, routine_id: str, limit: int = 10, *, state: str | None = None) -> list[Occurrence]:
         with self._lock:
-            found = [o for o in self._occurrences.values() if o.routine_id == routine_id]
+            found = [o for o in self._occurrences.values()
+                     if o.routine_id == routine_id and state in (None, o.state)]
         return found[::-1][:limit]
 
     def close(self) -> None:

@@ -374,10 +374,11 @@ class SQLiteStateStore:
                                     " ORDER BY seq").fetchall()
         return [self._occurrence(r) for r in rows]
 
-    def occurrences_of(self, routine_id: str, limit: int = 10) -> list[Occurrence]:
+    def occurrences_of(self, routine_id: str, limit: int = 10, *, state: str | None = None) -> list[Occurrence]:
         with self._lock:
             rows = self._db.execute(f"SELECT {_OCCURRENCE_COLUMNS} FROM occurrences WHERE routine_id=?"
-                                    " ORDER BY seq DESC LIMIT ?", (routine_id, limit)).fetchall()
+                                    " AND (? IS NULL OR state=?) ORDER BY seq DESC LIMIT ?",
+                                    (routine_id, state, state, limit)).fetchall()
         return [self._occurrence(r) for r in rows]
 
     def close(self) -> None:

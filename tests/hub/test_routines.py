@@ -185,6 +185,17 @@ async def test_overlap_skip_says_so_in_the_live_runs_thread(rig: Rig) -> None:
     assert notices == ["⏰ Hourly, 00:00: skipped, this run is still going (overlap = skip)."]
 
 
+async def test_a_long_run_is_still_the_one_going_after_many_skips(rig: Rig) -> None:
+    rid = await rig.add("every hour")
+    first = at(2026, 12, 4, 23, 0)
+    await rig.at(first)
+    [run_id] = rig.runs()
+    for hour in range(1, 30):  # more skips than any listing keeps
+        await rig.at(first + hour * 3600)
+    assert rig.runs() == [run_id]
+    assert [o.state for o in rig.store.occurrences_of(rid, 100)].count("skipped") == 29
+
+
 async def test_overlap_queue_waits_for_the_run_to_end(rig: Rig) -> None:
     await rig.add("every hour", overlap="queue")
     first = at(2026, 12, 4, 23, 0)

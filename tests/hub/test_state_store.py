@@ -244,6 +244,8 @@ def test_routines_and_their_occurrences(make: Callable[[Clock], StateStore]) -> 
     assert s.record_occurrence(Occurrence("rt1", 200.0, "r3", "manual", "skipped", note="busy"), None)
     assert [(o.run_id, o.state, o.note, o.thread) for o in s.occurrences_of("rt1")] == [
         ("r3", "skipped", "busy", None), ("r1", "started", "", T1)]
+    assert [o.run_id for o in s.occurrences_of("rt1", state="started")] == ["r1"]
+    assert s.occurrences_of("rt1", 1) == s.occurrences_of("rt1", state="skipped")
     assert s.delete_routine("rt1") and not s.delete_routine("rt1") and s.list_routines() == []
 
 
