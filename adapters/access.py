@@ -58,6 +58,16 @@ class Access:
             return Decision(True, "you are allowed to start runs in this channel")
         return Decision(False, "you are not allowed to start runs in this channel; ask a channel admin")
 
+    def can_manage(self, channel: str, owner: str, user: str) -> Decision:
+        """A routine of `owner` in `channel`: its owner while they may still start runs there, or an admin."""
+        if self._member(user, self.policy(channel).admins):
+            return Decision(True, "you are an admin of this channel")
+        if user != owner:
+            return Decision(False, "only the routine's owner or a channel admin may change it")
+        started = self.can_start(channel, user)
+        return started if started.ok else Decision(False, "you may no longer start runs in this channel; ask a "
+                                                   "channel admin")
+
     def can_answer(self, run: RunRecord, user: str) -> Decision:
         if user == run.owner:
             return Decision(True, "you started this run")

@@ -19,7 +19,14 @@ wake  wake a run that did not come back   —          —
 fil   post the run's changed files         —          —
 undo  list the run's checkpoints          —          —
 rst   restore a checkpoint (its id)        required   —
+rtp   pause a routine                      —          —
+rtr   resume a routine                     —          —
+rtn   run a routine now                    —          —
+rtd   delete a routine                     —          —
 ====  ==================================  =========  ======
+
+The `rt*` verbs carry a routine's id where the others carry a run id (the field is the id of what the
+button acts on).
 
 Fields may not contain ":" or whitespace. ``ID_PATTERN`` is a regex usable as a discord.py
 ``DynamicItem`` template (it is matched with fullmatch); its groups are verb, run_id, card_id, option.
@@ -48,6 +55,10 @@ VERBS: dict[str, tuple[bool, bool]] = {
     "fil": (False, False),
     "undo": (False, False),
     "rst": (True, False),  # card_id: the checkpoint's id (adapters/hub/checkpoints.py)
+    "rtp": (False, False),
+    "rtr": (False, False),
+    "rtn": (False, False),
+    "rtd": (False, False),
 }
 
 _FIELD = r"[^:\s]"

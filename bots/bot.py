@@ -151,6 +151,8 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
         surfaces = metrics.count_surfaces({f.name: f.surface for f in frontends})
         hub = Hub(surfaces, store, hub_settings(cfg), kit=EngineKit(factory=flow_factory(cfg.flow), env=model.env),
                   transport=(transport := _transport(cfg)))
+        declare_routines(hub, cfg)
+        hub.scheduler.hold = routine_hold(cfg.env.get("FLOWER_ROUTINE_HOLD", ""))
         try:
             await hub.open()
         except StartRefused as exc:  # Redis is not there
@@ -220,6 +222,38 @@ def _runs_stopping(hub: Hub) -> str:
     return f"stopping runs {', '.join(runs)}" if runs else "closing the run transport"
 
 
+def declare_routines(hub: Hub, cfg: BotConfig) -> None:
+    """The file's [[routines]], as code: kept under stable ids, updated in place, gone when gone from the file."""
+    from adapters.hub import AddRoutine, RunOptions
+    from adapters.platform import ThreadRef
+
+    declared = []
+    for r in cfg.routines:
+        o = r.options
+        options = RunOptions(timeout_s=o.get("timeout_s"), max_asks=o.get("max_asks"), budget_usd=o.get("budget_usd"),
+                             approve=tuple(o["approve"]) if "approve" in o else None)
+        platform, _, channel = r.place.partition(":")
+        place = ThreadRef("web", "page") if r.place == "web" else ThreadRef(platform, channel)
+        declared.append((AddRoutine(r.task, r.schedule, r.timezone, r.name, options, r.overlap, r.catch_up), place,
+                         r.owner))
+    try:
+        hub.routines.declare(declared)
+    except ValueError as exc:
+        raise ConfigError(f"config: [[routines]] {exc}") from None
+
+
+def routine_hold(value: str) -> dict[str, float]:
+    """FLOWER_ROUTINE_HOLD="opened=30": a test seam (crash tests) that makes a firing stand still at a moment."""
+    hold = {}
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        moment, _, seconds = part.partition("=")
+        try:
+            hold[moment.strip()] = float(seconds)
+        except ValueError:
+            raise ConfigError(f"FLOWER_ROUTINE_HOLD: expected moment=seconds, got {part!r}") from None
+    return hold
+
+
 def hub_settings(cfg: BotConfig) -> HubSettings:
     """What the hub takes from the bot's configuration."""
     from adapters.hub import HubSettings, UploadLimits
@@ -239,8 +273,8 @@ def hub_settings(cfg: BotConfig) -> HubSettings:
                                                                       else cfg.max_run_upload_mb)
                                         for c in cfg.channels
                                         if c.max_upload_mb is not None or c.max_run_upload_mb is not None},
-                       approvals=cfg.approvals, channel_approvals={c.channel: c.approvals for c in cfg.channels
-                                                                   if c.approvals},
+                       timezone=cfg.timezone, approvals=cfg.approvals,
+                       channel_approvals={c.channel: c.approvals for c in cfg.channels if c.approvals},
                        model=cfg.model, effort=cfg.effort, models=cfg.models,
                        channel_models={c.channel: c.models for c in cfg.channels if c.models})
 

@@ -22,6 +22,7 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     model = "claude-opus-4-6"    # a run's model when its starter chose none (omit: the CLI's default)
     effort = "high"              # low, medium, high, xhigh or max (omit: the CLI's default)
     models = ["claude-opus-4-6", "claude-sonnet-4-6"]  # the models people may choose (omit: any)
+    timezone = "Europe/Berlin"   # routines' zone when neither they nor their creator's platform name one (UTC)
 
     [surfaces]                   # which front ends `flower-bot` runs when none is named
     web = true
@@ -33,6 +34,17 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     admins = ["U03"]             # may do everything, including stopping others' runs
     max_budget_usd = 20          # a starter cannot ask for a bigger cost cap here (and gets this one by default)
     models = ["claude-sonnet-4-6"]  # the models people may choose here (also within [bot] models)
+
+    [[routines]]                 # runs that start themselves (README: Routines), declared as code
+    name = "Daily triage"        # also its id: "cfg-daily-triage"
+    task = "Triage the new issues and post a summary"
+    schedule = "every weekday at 9:00"   # or cron "0 9 * * 1-5", "every 2 hours", "at 2026-12-24 09:00"
+    place = "slack:C0123"        # "platform:channel", or "web" (the web page)
+    owner = "U01"                # whose run it is (its questions go to them); "web" for the web page
+    timezone = "Europe/Berlin"   # default: [bot] timezone, else UTC
+    overlap = "skip"             # or "queue": while its previous run is live
+    catch_up = true              # fire once at start for what was missed while the bot was down
+    timeout_s = 600              # run options: timeout_s, max_asks, budget_usd, approve = ["Bash"]
 
 A problem is a `ConfigError` with one line that names the bad key or the missing variable.
 """
@@ -48,8 +60,8 @@ from typing import Any
 
 from bots.platforms import PLATFORMS
 
-__all__ = ["FLOWS", "LOG_FORMATS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "health_port",
-           "language", "load_config", "log_format", "redis_url", "refuse_unknown", "stop_after"]
+__all__ = ["FLOWS", "LOG_FORMATS", "SURFACES", "BotConfig", "ChannelConfig", "ConfigError", "RoutineConfig",
+           "health_port", "language", "load_config", "log_format", "redis_url", "refuse_unknown", "stop_after"]
 
 SURFACES = tuple(PLATFORMS)  # the front ends that can run, in the registry's order (bots/platforms.py)
 FLOWS = ("starter", "single")
@@ -57,7 +69,9 @@ LOG_FORMATS = ("text", "json")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "warm_pool",
              "max_parked", "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start",
              "max_upload_mb", "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "approval_timeout_s",
-             "unattended_approvals", "language", "model", "effort", "models"}
+             "unattended_approvals", "language", "model", "effort", "models", "timezone"}
+_ROUTINE_KEYS = {"name", "task", "schedule", "place", "owner", "timezone", "overlap", "catch_up", "timeout_s",
+                 "max_asks", "budget_usd", "approve"}
 _CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd", "max_upload_mb",
                  "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "models"}
 
@@ -78,6 +92,22 @@ class ChannelConfig:
     max_run_upload_mb: float | None = None
     approvals: dict[str, Any] = field(default_factory=dict)  # ask/allow/deny_tools, adding to the bot's
     models: tuple[str, ...] = ()  # the models people may choose here (empty: the bot's list)
+
+
+@dataclass(frozen=True)
+class RoutineConfig:
+    """One `[[routines]]` table: checked here for its shape; its schedule is read when the bot starts
+    (adapters/hub/routines.py `declare`), where a bad one is a ConfigError too."""
+
+    name: str
+    task: str
+    schedule: str
+    place: str  # "platform:channel" or "web"
+    owner: str
+    timezone: str = ""
+    overlap: str = "skip"
+    catch_up: bool = True
+    options: dict[str, Any] = field(default_factory=dict)  # timeout_s, max_asks, budget_usd, approve
 
 
 @dataclass
@@ -107,6 +137,8 @@ class BotConfig:
     model: str | None = None  # a run's model and effort by default (None: the CLI's)
     effort: str | None = None
     models: tuple[str, ...] = ()  # the models people may choose (empty: any)
+    timezone: str = ""  # routines' default zone ("": UTC)
+    routines: list[RoutineConfig] = field(default_factory=list)
     web_host: str = "127.0.0.1"
     web_port: int = 8470
     config_path: Path | None = None
@@ -164,6 +196,8 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         web_port=_port(args.port if args.port is not None else env.get("FLOWER_WEB_PORT", 8470)),
         config_path=Path(args.config).resolve() if args.config else None,
         channels=_channels(tables.get("channels", {})),
+        timezone=_timezone(_typed(bot, "timezone", str, "")),
+        routines=_routines(tables.get("routines", [])),
         approvals=_approvals(bot, "[bot]"),
         env=dict(env),
         tables=tables,
@@ -354,6 +388,62 @@ def _effort(value: str | None) -> str | None:
     if value and (bad := effort_problem(value)) is not None:
         raise ConfigError(f"config: [bot].effort: {bad}")
     return value or None
+
+
+def _timezone(name: str) -> str:
+    from adapters.hub import ScheduleError
+    from adapters.hub.schedule import zone
+
+    if name:
+        try:
+            zone(name)
+        except ScheduleError as exc:
+            raise ConfigError(f"config: [bot] timezone: {exc}") from None
+    return name
+
+
+def _routines(table: Any) -> list[RoutineConfig]:
+    if not isinstance(table, list) or not all(isinstance(e, dict) for e in table):
+        raise ConfigError("config: routines must be [[routines]] tables (an array of tables)")
+    out, names = [], set()
+    for n, entry in enumerate(table, 1):
+        where = f"[[routines]] #{n}"
+        refuse_unknown(entry, _ROUTINE_KEYS, where)
+        texts = {}
+        for key in ("name", "task", "schedule", "place", "owner", "timezone", "overlap"):
+            value = entry.get(key, "")
+            if not isinstance(value, str):
+                raise ConfigError(f"config: {where}.{key} must be a string")
+            texts[key] = value.strip()
+        for key in ("task", "schedule", "place"):
+            if not texts[key]:
+                raise ConfigError(f"config: {where}.{key} is required")
+        place = texts["place"]
+        if place != "web" and (place.count(":") != 1 or not all(place.split(":"))):
+            raise ConfigError(f'config: {where}.place is "platform:channel" (e.g. "slack:C0123") or "web"')
+        owner = texts["owner"] or ("web" if place == "web" else "")
+        if not owner:
+            raise ConfigError(f"config: {where}.owner is required (the user whose run it is) for {place}")
+        if texts["overlap"] not in ("", "skip", "queue"):
+            raise ConfigError(f'config: {where}.overlap must be "skip" or "queue"')
+        catch_up = entry.get("catch_up", True)
+        if not isinstance(catch_up, bool):
+            raise ConfigError(f"config: {where}.catch_up must be true or false")
+        name = texts["name"] or texts["task"][:40]
+        if name.lower() in names:
+            raise ConfigError(f"config: {where}: a second routine named {name!r}")
+        names.add(name.lower())
+        options = {k: entry[k] for k in ("timeout_s", "max_asks", "budget_usd", "approve") if k in entry}
+        for key in ("timeout_s", "max_asks", "budget_usd"):
+            value = options.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
+                raise ConfigError(f"config: {where}.{key} must be a number, 0 or more")
+        approve = options.get("approve")
+        if approve is not None and (not isinstance(approve, list) or not all(isinstance(a, str) for a in approve)):
+            raise ConfigError(f'config: {where}.approve must be a list of tools, e.g. ["Bash"]')
+        out.append(RoutineConfig(name, texts["task"], texts["schedule"], place, owner, _timezone(texts["timezone"]),
+                                 texts["overlap"] or "skip", catch_up, options))
+    return out
 
 
 def _approvals(table: dict[str, Any], where: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""`/flower` — run, stop, end, status, runs, follow, unfollow, resume, wake, model, effort, help — as a
-discord.py `app_commands.Group`.
+"""`/flower` — run, stop, end, status, runs, follow, unfollow, resume, wake, model, effort, help, and the
+`routine` group (routines.py) — as a discord.py `app_commands.Group`.
 
 Every command acknowledges at once (an ephemeral "thinking…" placeholder, well inside Discord's
 3 seconds), does its work, then replaces the placeholder with its answer, which only the caller
@@ -21,6 +21,7 @@ from discord import app_commands
 from adapters.discord_bridge.context import PLATFORM, DiscordContext
 from adapters.discord_bridge.render import NO_MENTIONS, SUBAGENT_WARNING, ActionButton
 from adapters.discord_bridge.reply import Reply
+from adapters.discord_bridge.routines import SCHEDULES, RoutineCommands
 from adapters.hub import (
     EFFORTS,
     THREAD_HELP,
@@ -65,6 +66,9 @@ HELP = "\n".join([
     "here, where you can answer it too; `/flower unfollow` in that thread ends the mirror.",
     "• `/flower runs all:True` lists your ended runs too; `/flower resume run:<id> text:<what next>` shows one in a "
     "new thread here and, with text, continues it there.",
+    "• `/flower routine add schedule:<when> task:<what>` makes a routine: its runs start by themselves in this "
+    f"channel, each in a thread of its own. Schedules: {SCHEDULES}. `/flower routine list` shows them with "
+    "Pause/Resume, Run now and Delete buttons; also `routine pause|resume|run|delete id:<id>`.",
     "• `/flower end` ends the run for good · `/flower status` · `/flower runs` · `/flower help`",
 ])
 
@@ -74,6 +78,7 @@ class FlowerCommands(app_commands.Group):
     def __init__(self, ctx: DiscordContext) -> None:
         super().__init__(name="flower", description="Long-horizon agent runs, each followed in a thread")
         self.ctx = ctx
+        RoutineCommands(ctx, parent=self)  # `/flower routine …` (routines.py)
 
     @app_commands.command(name="run", description="Start a run; it speaks in a new thread under its status card")
     @app_commands.describe(task="What the agent should do", timeout="Seconds a question waits for an answer "

@@ -24,9 +24,10 @@ import yarl
 from adapters.discord_bridge.client import FlowerClient, invite_url
 from adapters.discord_bridge.connection import Backoff, Lifeline
 from adapters.discord_bridge.context import PLATFORM, DiscordContext
+from adapters.discord_bridge.routines import open_thread
 from adapters.discord_bridge.surface import DiscordSurface
 from adapters.hub import Hub
-from adapters.platform import StartRefused, ThreadRef
+from adapters.platform import OutMessage, StartRefused, ThreadRef
 
 __all__ = ["INTENT_HINT", "DiscordFrontend", "DiscordSettings", "DiscordStartError"]
 
@@ -79,6 +80,7 @@ class DiscordFrontend:
     def attach(self, hub: Hub) -> None:
         self.ctx.attach(hub)
         self.ctx.surface = self.surface
+        hub.hooks.open_threads(PLATFORM, self._open_thread)
         self.surface.who = hub.query.display
         self.surface.footer = self._footer
 
@@ -145,6 +147,11 @@ class DiscordFrontend:
                 raise DiscordStartError(f"{self.settings.api_base} did not say where its gateway is ({exc}); set "
                                         "DISCORD_GATEWAY_URL") from None
             discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+
+    async def _open_thread(self, channel: str, card: OutMessage) -> ThreadRef:
+        """A routine's run: a starter message and its thread in `channel` (routines.open_thread), through the
+        current client (a renewed one too)."""
+        return await open_thread(self.client, channel, card)
 
     def _footer(self, thread: ThreadRef) -> str:
         hub = self.ctx.hub

@@ -10,7 +10,8 @@ submit(intent, actor, delivery_id=, where=)
   4. which run              the intent's run_id → its record ("No run r1." when there is none)
   5. who may                intents.PERMISSIONS → Access; a refusal is told to the actor alone
   6. handler                handlers.py, mirrors.py (Follow, Unfollow), rounds.py (Continue, Resume),
-                            intake.py (Attach), steering.py (Steer), undo.py (Undo): each applies only its own
+                            intake.py (Attach), steering.py (Steer), undo.py (Undo), routines.py
+                            (AddRoutine, RoutineAction): each applies only what is its own
   7. what the person hears  the IntentResult: `to_show(quiet_when_ok=)` is the one rule (results.py)
 ```
 
@@ -29,6 +30,7 @@ from adapters.hub.handlers import CardHandler, RunHandler, StartHandler
 from adapters.hub.intake import FileIntake
 from adapters.hub.intents import (
     PERMISSIONS,
+    AddRoutine,
     Answer,
     Approve,
     Attach,
@@ -40,6 +42,7 @@ from adapters.hub.intents import (
     Interrupt,
     Oracle,
     Resume,
+    RoutineAction,
     RunIntent,
     Said,
     Send,
@@ -56,6 +59,7 @@ from adapters.hub.platforms import Platforms
 from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
+from adapters.hub.routines import RoutineHandler
 from adapters.hub.routing import NOT_MINE, WordsFirst, click, said
 from adapters.hub.steering import SteerHandler
 from adapters.hub.undo import UndoHandler
@@ -78,6 +82,7 @@ class Handlers:
     intake: FileIntake  # Attach
     steers: SteerHandler  # Steer
     undos: UndoHandler  # Undo
+    routines: RoutineHandler  # AddRoutine, RoutineAction
 
 
 class Door:
@@ -87,7 +92,7 @@ class Door:
         self.refuse = platforms.refuse
         self.starts, self.card_handler, self.run_handler = handlers.starts, handlers.cards, handlers.runs
         self.mirrors, self.rounds, self.intake = handlers.mirrors, handlers.rounds, handlers.intake
-        self.steers, self.undos = handlers.steers, handlers.undos
+        self.steers, self.undos, self.routines = handlers.steers, handlers.undos, handlers.routines
 
     async def submit(self, intent: Intent, actor: str, *, delivery_id: str | None = None,
                      where: ThreadRef | None = None) -> IntentResult:
@@ -115,6 +120,10 @@ class Door:
             intent = found
         if isinstance(intent, Start):
             return await self._start(intent, actor, where)
+        if isinstance(intent, AddRoutine):
+            return await self._add_routine(intent, actor, where)
+        if isinstance(intent, RoutineAction):
+            return await self._routine(intent, actor)
         if isinstance(intent, Unfollow):
             if where is None:
                 raise ValueError("Unfollow needs the thread that follows (where=)")
@@ -141,6 +150,27 @@ class Door:
         if not decision:
             return await self.refuse(where, actor, decision.reason, "")
         return await self.starts.start(start, where, actor)
+
+    async def _add_routine(self, add: AddRoutine, actor: str, where: ThreadRef | None) -> IntentResult:
+        if where is None:
+            raise ValueError("AddRoutine needs the channel its runs will appear in (where=)")
+        if not self.platforms.has(where.platform):
+            return IntentResult(False, f"No surface for platform {where.platform!r}.")
+        decision = self.access.can_start(f"{where.platform}:{where.channel}", actor)  # ROUTINE_PERMISSIONS: start
+        if not decision:
+            return await self.refuse(where, actor, decision.reason, "")
+        return await self.routines.add(add, where, actor)
+
+    async def _routine(self, action: RoutineAction, actor: str) -> IntentResult:
+        routine = self.store.get_routine(action.routine_id)
+        if routine is None:
+            return IntentResult(False, f"No routine {action.routine_id!r}; listing the routines shows their ids.",
+                                routine_id=action.routine_id)
+        place = routine.place
+        decision = self.access.can_manage(f"{place.platform}:{place.channel}", routine.owner, actor)  # "manage"
+        if not decision:
+            return await self.refuse(place, actor, decision.reason, "")
+        return await self.routines.act(action, routine, actor)
 
     async def _on_run(self, intent: RunIntent, actor: str, where: ThreadRef | None) -> IntentResult:
         record = self.store.get_run(intent.run_id)

@@ -40,7 +40,11 @@ from adapters.view.approval_card import approval_option
 if TYPE_CHECKING:
     from adapters.hub.runs import LiveRun
 
-__all__ = ["CardHandler", "RunHandler", "StartHandler", "not_running"]
+__all__ = ["CardHandler", "RunHandler", "StartHandler", "new_run_id", "not_running"]
+
+
+def new_run_id() -> str:
+    return "r" + uuid.uuid4().hex[:8]
 
 
 def not_running(record: RunRecord) -> str:
@@ -56,8 +60,13 @@ class StartHandler:
         self.launcher, self.transport, self.refuse = launcher, transport, refuse
         self._chores = Chores()
 
-    async def start(self, start: Start, thread: ThreadRef, user: str) -> IntentResult:
-        """`thread`: the new run's home; the door has checked that `user` may start runs in its channel."""
+    async def start(self, start: Start, thread: ThreadRef, user: str, *, run_id: str = "",
+                    origin: str = "") -> IntentResult:
+        """`thread`: the new run's home; the door has checked that `user` may start runs in its channel. A
+        routine's occurrence passes the `run_id` it recorded (a run of that id already saved has started:
+        nothing more happens) and its `origin` ("⏰ Daily triage, 09:00", the status card's title)."""
+        if run_id and self.store.get_run(run_id) is not None:
+            return IntentResult(True, f"Run {run_id} has started already.", run_id)
         channel = f"{thread.platform}:{thread.channel}"
         if not start.task.strip():
             return await self.refuse(thread, user, "Say what the run should do, e.g. `start build me a CLI`.", "")
@@ -67,7 +76,7 @@ class StartHandler:
                                      "message or interrupt it instead.", bound)
         if (full := self.admission.over_limit()) is not None:
             return await self.refuse(thread, user, full, "")
-        run_id = "r" + uuid.uuid4().hex[:8]
+        run_id = run_id or new_run_id()
         workspace, run_dir = self.admission.dirs(run_id, channel)
         if (busy := self.admission.busy(workspace)) is not None:
             return await self.refuse(thread, user, f"This channel's workspace is busy with run {busy}.", busy)
@@ -78,7 +87,7 @@ class StartHandler:
         if over is not None:
             return await self.refuse(thread, user, over, "")
         record = self.store.save_run(RunRecord(run_id, thread, user, start.task.strip(), RunStatus.STARTING,
-                                               str(workspace), str(run_dir)))
+                                               str(workspace), str(run_dir), origin=origin))
         self.store.bind_thread(thread, run_id)
         try:
             options.save(run_dir)

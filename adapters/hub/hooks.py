@@ -6,6 +6,7 @@ remember_message(thread, key, id)     a run's message the platform posted itself
 tap(fn)                               see every event of every run, synchronously (never block, never raise)
 auto_mirror(fn)                       name a thread every run should also show in (the web page's)
 seen(key)                             a delivery of the platform's own seen before (a replayed dispatch)?
+open_threads(platform, opener)        how a routine's run gets a thread in one of the platform's channels
 ```
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable
 
 from adapters.hub.launcher import Tap
 from adapters.hub.mirrors import Mirrors
+from adapters.hub.scheduler import Opener
 from adapters.people import People
 from adapters.platform import ThreadRef
 from adapters.state import RunRecord, StateStore
@@ -23,8 +25,16 @@ __all__ = ["HubHooks"]
 
 
 class HubHooks:
-    def __init__(self, store: StateStore, people: People, taps: list[Tap], mirrors: Mirrors) -> None:
-        self.store, self.people, self.taps, self.mirrors = store, people, taps, mirrors
+    def __init__(self, store: StateStore, people: People, taps: list[Tap], mirrors: Mirrors,
+                 openers: dict[str, Opener]) -> None:
+        self.store, self.people, self.taps, self.mirrors, self.openers = store, people, taps, mirrors, openers
+
+    def open_threads(self, platform: str, opener: Opener) -> None:
+        """How a routine's run (started by the clock, not by a person in a thread) gets its thread in a
+        channel of `platform`: `opener(channel, card)` posts `card` as the root of a new thread, remembers it
+        as the run's status card (`remember_message(thread, card.key, id)`) and returns the thread. A
+        platform whose threads need no root (the web page) just names a new one."""
+        self.openers[platform] = opener
 
     def note(self, user: str, name: str = "", groups: Iterable[str] | None = None) -> None:
         """What a platform just learned about a person (a display name, group memberships for access)."""

@@ -23,6 +23,9 @@ Inside, each job has a collaborator handed only what it needs (wired here, none 
     Restarts    runs coming back after a restart, waking, answers to sleeping runs
     Rounds      a run that has ended goes on: its next round (Continue, Resume)
     FileIntake  files people attach, saved in the run's inbox/ before its mail says so (Attach)
+    Scheduler   the clock loop that fires routines, each occurrence exactly once (scheduler.py); started
+                by `open`, firing once `recover` is done, stopped by `close`
+    RoutineHandler  AddRoutine, RoutineAction and the configuration's routines (routines.py)
 
 Runs go through a transport (adapters/transport): in this process by default, to `flower-worker`s
 over Redis; either way each input is logged durably before anyone is told "ok".
@@ -42,26 +45,29 @@ from adapters.hub.admission import Admission
 from adapters.hub.cards import CardRules
 from adapters.hub.door import Door, Handlers, attached
 from adapters.hub.files import Attached
-from adapters.hub.handlers import CardHandler, RunHandler, StartHandler
+from adapters.hub.handlers import CardHandler, RunHandler, StartHandler, new_run_id
 from adapters.hub.hooks import HubHooks
 from adapters.hub.intake import FileIntake
-from adapters.hub.intents import Attach, Intent
+from adapters.hub.intents import Attach, Intent, Start
 from adapters.hub.launcher import Launcher, Tap
 from adapters.hub.mirrors import Mirrors
+from adapters.hub.options import RunOptions
 from adapters.hub.outboxes import Outboxes
 from adapters.hub.platforms import Platforms
 from adapters.hub.query import HubQuery
 from adapters.hub.registry import RunRegistry
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
+from adapters.hub.routines import RoutineHandler
 from adapters.hub.runs import LiveRun
+from adapters.hub.scheduler import Opener, Scheduler
 from adapters.hub.settings import HubSettings
 from adapters.hub.steering import SteerHandler
 from adapters.hub.undo import UndoHandler
 from adapters.hub.wake import Restarts
 from adapters.people import People
 from adapters.platform import Surface, ThreadRef
-from adapters.state import StateStore
+from adapters.state import Occurrence, Routine, StateStore
 from adapters.transport import LocalTransport, Transport
 from adapters.transport.engine import EngineKit
 from adapters.transport.intents import StoreIntentLog
@@ -79,9 +85,10 @@ class Hub:
     def __init__(self, surfaces: Surface | Iterable[Surface] | Mapping[str, Surface], store: StateStore,
                  settings: HubSettings | None = None, *, kit: EngineKit | None = None,
                  transport: Transport | None = None, clock: Callable[[], float] = time.monotonic,
-                 sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep) -> None:
+                 sleeper: Callable[[float], Awaitable[object]] = asyncio.sleep,
+                 wall_clock: Callable[[], float] = time.time) -> None:
         """`kit` builds runs in this process (the workflow factory, the model's environment); `transport`
-        hands them elsewhere instead (RedisTransport)."""
+        hands them elsewhere instead (RedisTransport). `wall_clock`: what routines fire by (epoch seconds)."""
         s = self.settings = settings or HubSettings()
         self.store, self.platforms, self.people = store, Platforms(surfaces), People()
         self.access = Access(store, self.people)
@@ -110,16 +117,30 @@ class Hub:
                              refuse=refuse)
         self.intake = FileIntake(s.uploads, s.channel_uploads, refuse=refuse, who=who)
         self.clock = clock
+        starts = StartHandler(s, store, self.registry, self.admission, self.launcher, self.transport, refuse)
+
+        async def start_routine(routine: Routine, occurrence: Occurrence, thread: ThreadRef,
+                                origin: str) -> IntentResult:
+            options = RunOptions.of_json(routine.options)
+            return await starts.start(Start(routine.task, options), thread, routine.owner, run_id=occurrence.run_id,
+                                      origin=origin)
+
+        self.openers: dict[str, Opener] = {}
+        self.scheduler = Scheduler(store, self.registry, self.openers, start_routine,
+                                   room=self.admission.over_limit, may_start=self.access.can_start,
+                                   new_run_id=new_run_id, clock=wall_clock)
+        self.routines = RoutineHandler(store, self.scheduler, default_zone=s.timezone, clock=wall_clock)
         self.door = Door(store, self.registry, self.cards, self.access, self.platforms, Handlers(
-            starts=StartHandler(s, store, self.registry, self.admission, self.launcher, self.transport, refuse),
+            starts=starts,
             cards=CardHandler(self.registry, self.cards, self.platforms, self.mirrors, self.restarts, refuse),
             runs=RunHandler(self.registry, store, self.restarts, self.access, self.outboxes, refuse),
             mirrors=self.mirrors, rounds=self.rounds, intake=self.intake,
             steers=SteerHandler(s, self.registry, refuse),
-            undos=UndoHandler(self.registry, self.admission, self.outboxes, refuse)))
+            undos=UndoHandler(self.registry, self.admission, self.outboxes, refuse),
+            routines=self.routines))
         self._query = HubQuery(self.registry, self.cards, self.mirrors, self.access, self.people, self.intake,
-                              self.admission, self.rounds, s)
-        self._hooks = HubHooks(store, self.people, self.launcher.taps, self.mirrors)
+                              self.admission, self.rounds, s, self.scheduler)
+        self._hooks = HubHooks(store, self.people, self.launcher.taps, self.mirrors, self.openers)
 
     @property
     def query(self) -> HubQuery:
@@ -154,6 +175,7 @@ class Hub:
         stays live in the store, so the next process brings them back exactly as after a crash.
         A run whose thread does not flush within `deadline_s` is left as it is (named in the log): the
         store already says it was live, so the next process brings it back all the same."""
+        await self.scheduler.stop(min(5.0, deadline_s))
         self.mirrors.close()
         runs = list(self.registry.live.values())
         for live in runs:
@@ -169,13 +191,18 @@ class Hub:
         await self.transport.close()
 
     async def open(self) -> None:
-        """Connect the transport (a no-op in process); before `recover`."""
+        """Connect the transport (a no-op in process) and start the routines' clock; before `recover`."""
         await self.transport.start()
+        self.scheduler.start()
 
     async def recover(self) -> list[str]:
         """After a restart: bring back the runs the old process left (see wake.py); returns the ids of
-        those that could not come back (their threads were told, with a Wake button)."""
-        return await self.restarts.recover()
+        those that could not come back (their threads were told, with a Wake button). Routines fire from
+        then on (an occurrence whose run is among those brought back is not started again)."""
+        try:
+            return await self.restarts.recover()
+        finally:
+            self.scheduler.ready.set()
 
     # ---- for tests, benchmarks and the bot's own books ------------------------------------------------
     @property

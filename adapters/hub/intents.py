@@ -26,17 +26,21 @@ Unfollow       —                            —           `where` stops showin
 ShowFiles      run_id                       (own)       the summary's Files button: changed files here
 Said           text, origin, reply_to       —           a plain message in `where`: becomes one of the above
 Click          action_id, text, stop_form   —           a button's id: becomes one of the above
+AddRoutine     task, schedule, timezone…    start*      a routine whose runs appear in `where`'s channel
+RoutineAction  routine_id, verb             manage†     pause, resume, run (now) or delete a routine
 =============  ===========================  ==========  ===================================================
 
 `start*`: may start runs in `where`'s channel. `(own)`: the handler applies the same permission
 ("answer": seeing a run takes what answering it takes) with a refusal that says what was refused
 ("You cannot follow run r1: …"). `—`: the intent names no run itself; the door finds it.
+`manage†`: the routine's owner while they may still start runs in its channel, or that channel's admins
+(ROUTINE_PERMISSIONS; Access.can_manage).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from adapters.access import Permission, RunPermission
 from adapters.hub.files import Incoming
@@ -44,9 +48,12 @@ from adapters.hub.options import RunOptions
 from adapters.hub.results import IntentResult
 from adapters.platform import ThreadRef
 
-__all__ = ["PERMISSIONS", "Answer", "Approve", "Attach", "Click", "Continue", "Decline", "Follow", "Intent",
-           "Interrupt", "Oracle", "Permission", "Resume", "RunIntent", "Said", "Send", "ShowFiles", "Start",
-           "Steer", "Stop", "Submit", "Undo", "Unfollow", "Wake"]
+__all__ = [
+    "PERMISSIONS", "ROUTINE_PERMISSIONS", "AddRoutine", "Answer", "Approve", "Attach", "Click", "Continue", "Decline",
+    "Follow", "Intent", "Interrupt", "Oracle", "Permission", "Resume", "RoutineAction", "RoutineIntent",
+    "RoutineVerb", "RunIntent", "Said", "Send", "ShowFiles", "Start", "Steer", "Stop", "Submit", "Undo", "Unfollow",
+    "Wake",
+]
 
 
 
@@ -185,9 +192,36 @@ class Click:
     stop_form: bool = False
 
 
+@dataclass(frozen=True)
+class AddRoutine:
+    """A task that starts itself in `where`'s channel (adapters/hub/routines.py). `schedule`: what the person
+    typed (adapters/hub/schedule.py); `timezone`: an IANA zone, "" for the person's (`zone_hint`, what the
+    platform knows of them) or else the bot's. `overlap`: "skip" or "queue" while its previous run is live;
+    `catch_up`: fire once at start for occurrences missed while the bot was down."""
+
+    task: str
+    schedule: str
+    timezone: str = ""
+    name: str = ""
+    options: RunOptions | None = None
+    overlap: str = "skip"
+    catch_up: bool = True
+    zone_hint: str = ""
+
+
+RoutineVerb = Literal["pause", "resume", "run", "delete"]
+
+
+@dataclass(frozen=True)
+class RoutineAction:
+    routine_id: str
+    verb: RoutineVerb
+
+
 RunIntent = Answer | Decline | Approve | Send | Attach | Interrupt | Oracle | Stop | Steer | Undo | Wake | \
     Continue | Resume | Follow | ShowFiles
-Intent = Start | RunIntent | Unfollow | Said | Click
+RoutineIntent = AddRoutine | RoutineAction
+Intent = Start | RunIntent | Unfollow | Said | Click | RoutineIntent
 
 # Who may: the one table the door applies before any handler (intents absent here apply it themselves).
 PERMISSIONS: dict[type[RunIntent], RunPermission] = {
@@ -195,6 +229,11 @@ PERMISSIONS: dict[type[RunIntent], RunPermission] = {
     Send: "send", Attach: "send", Interrupt: "send", Continue: "send", Steer: "send",
     Stop: "stop", Undo: "stop",
 }
+
+
+# Who may, for routines: "start" in the routine's channel to add one; "manage" to change one (Access.can_manage).
+ROUTINE_PERMISSIONS: dict[type[RoutineIntent], Literal["start", "manage"]] = {AddRoutine: "start",
+                                                                              RoutineAction: "manage"}
 
 
 class Submit(Protocol):

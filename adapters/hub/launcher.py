@@ -95,6 +95,7 @@ class Launcher:
         view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6])
         view.status_card.round = record.round
         view.status_card.model, view.status_card.effort = plan.model or "", plan.effort or ""
+        view.status_card.origin = record.origin
         fanout = Fanout(self._target(record, record.thread))
         for mirror in self.mirrors.targets_for(record):
             fanout.add(self._target(record, mirror.thread, mirror.scope))

@@ -33,8 +33,16 @@ class RunOptions:
     @classmethod
     def load(cls, run_dir: Path) -> RunOptions:
         try:
-            data = json.loads((run_dir / OPTIONS_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            return cls.of_json((run_dir / OPTIONS_FILE).read_text(encoding="utf-8"))
+        except OSError:
+            return cls()
+
+    @classmethod
+    def of_json(cls, text: str) -> RunOptions:
+        """Options as `to_json` wrote them (unreadable: the defaults)."""
+        try:
+            data = json.loads(text)
+        except ValueError:
             return cls()
         known = {f for f in cls.__dataclass_fields__}
         if not isinstance(data, dict):

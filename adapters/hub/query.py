@@ -6,6 +6,7 @@ runs        run · is_live · runs · run_in · holder · state · thread_by_id 
             run_meant · checkpoints
 cards       open_cards · card_state · card_by_key
 people      may · followable · resumable · display · upload_limits
+routines    routines · routine · routine_firings
 ```
 
 Nothing here changes anything or tells anyone anything: a platform asks before it opens a form or a
@@ -27,12 +28,14 @@ from adapters.hub.registry import RunRegistry
 from adapters.hub.report import status_report
 from adapters.hub.results import IntentResult
 from adapters.hub.rounds import Rounds
+from adapters.hub.routines import RoutineInfo, describe, iso
+from adapters.hub.scheduler import Scheduler
 from adapters.hub.settings import HubSettings, UploadLimits
 from adapters.hub.steering import Chosen, chosen
 from adapters.hub.undo import checkpoint_list
 from adapters.people import People
 from adapters.platform import ThreadRef
-from adapters.state import RunRecord, StateStore
+from adapters.state import Routine, RunRecord, StateStore
 
 if TYPE_CHECKING:
     from adapters.hub.runs import LiveRun
@@ -42,10 +45,30 @@ __all__ = ["HubQuery"]
 
 class HubQuery:
     def __init__(self, registry: RunRegistry, cards: CardRules, mirrors: Mirrors, access: Access, people: People,
-                 intake: FileIntake, admission: Admission, rounds: Rounds, settings: HubSettings) -> None:
+                 intake: FileIntake, admission: Admission, rounds: Rounds, settings: HubSettings,
+                 scheduler: Scheduler) -> None:
         self.registry, self.cards, self.mirrors, self.access = registry, cards, mirrors, access
         self.people, self.intake, self.admission, self.rounds = people, intake, admission, rounds
-        self.settings = settings
+        self.settings, self.scheduler = settings, scheduler
+
+    # ---- routines --------------------------------------------------------------------------------
+    def routines(self, *, platform: str | None = None, channel: str | None = None) -> list[RoutineInfo]:
+        """Routines by place, oldest first (with their last occurrence)."""
+        return [self._routine(r, 1) for r in self.store.list_routines()
+                if platform in (None, r.place.platform) and channel in (None, r.place.channel)]
+
+    def routine(self, routine_id: str, *, last: int = 10) -> RoutineInfo | None:
+        """One routine with its `last` occurrences (None: no such routine)."""
+        found = self.store.get_routine(routine_id)
+        return None if found is None else self._routine(found, last)
+
+    def routine_firings(self) -> dict[str, int]:
+        """Occurrences settled since this process started, by outcome (started, skipped, caught_up, failed)."""
+        return dict(self.scheduler.firings)
+
+    def _routine(self, r: Routine, last: int) -> RoutineInfo:
+        return RoutineInfo(r, None if r.paused else iso(r, r.next_at), describe(r),
+                           tuple(self.store.occurrences_of(r.routine_id, last)))
 
     @property
     def store(self) -> StateStore:

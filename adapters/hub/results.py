@@ -32,6 +32,7 @@ class IntentResult:
     `told`: the hub has already told the actor this refusal itself, alone (`Hub.refuse`); platforms show
     nothing more. Every other refusal is for the platform to show, every time (never "said a moment ago").
     `ignored`: a plain message in a thread that holds no run: not for the hub, the platform ignores it.
+    `routine_id`: the routine a routine intent made or changed.
     """
 
     ok: bool
@@ -42,6 +43,7 @@ class IntentResult:
     told: bool = False
     form: Form | None = None
     ignored: bool = False
+    routine_id: str = ""  # the routine an AddRoutine or RoutineAction was about
 
     def __bool__(self) -> bool:
         return self.ok
@@ -54,8 +56,9 @@ class IntentResult:
     def to_show(self, *, quiet_when_ok: bool) -> str | None:
         """The one rule for what the person who acted is told (None: nothing). A replay says nothing; a
         success says nothing where the thread itself shows it (`quiet_when_ok`); a refusal the hub told
-        already says nothing more; any other refusal, and a late click on a stale card, says why."""
-        if self.replayed or self.told or (self.ok and quiet_when_ok):
+        already says nothing more; any other refusal, and a late click on a stale card, says why. A routine's
+        change shows in no thread, so it is always said."""
+        if self.replayed or self.told or (self.ok and quiet_when_ok and not self.routine_id):
             return None
         return self.message or None
 

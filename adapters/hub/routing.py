@@ -24,6 +24,8 @@ from adapters.hub.intents import (
     Decline,
     Interrupt,
     Oracle,
+    RoutineAction,
+    RoutineVerb,
     RunIntent,
     Said,
     Send,
@@ -38,7 +40,7 @@ from adapters.hub.results import Form, IntentResult
 from adapters.ids import ActionId, IdError, decode
 from adapters.platform import ThreadRef
 
-__all__ = ["FORMS", "NOT_MINE", "WordsFirst", "click", "opens_form", "said"]
+__all__ = ["FORMS", "NOT_MINE", "ROUTINE_VERBS", "WordsFirst", "click", "opens_form", "said"]
 
 NOT_MINE = "That button is not one of mine"
 
@@ -91,9 +93,15 @@ def said(said: Said, thread: ThreadRef, registry: RunRegistry, cards: CardRules)
     return Send(run_id, said.text.strip(), origin=said.origin)
 
 
-def click(action: ActionId, pressed: Click, cards: CardRules) -> RunIntent | WordsFirst | IntentResult:
+# A routine's buttons (a routines list): verb → what it does to the routine its id names.
+ROUTINE_VERBS: dict[str, RoutineVerb] = {"rtp": "pause", "rtr": "resume", "rtn": "run", "rtd": "delete"}
+
+
+def click(action: ActionId, pressed: Click, cards: CardRules) -> RunIntent | RoutineAction | WordsFirst | IntentResult:
     """The intent a decoded button names (`pressed.text`: the words a form asked for, if any)."""
     verb, run_id, card_id, text = action.verb, action.run_id, action.card_id, pressed.text
+    if verb in ROUTINE_VERBS:
+        return RoutineAction(run_id, ROUTINE_VERBS[verb])
     if opens_form(pressed):
         permission, form = FORMS[verb]
         return WordsFirst(run_id, permission, form)

@@ -64,6 +64,7 @@ class HubSettings:
     uploads: UploadLimits = field(default_factory=UploadLimits)  # files people attach (the [bot] keys)
     # "platform:channel" -> its own upload limits (a [channels."…"] table's keys)
     channel_uploads: Mapping[str, UploadLimits] = field(default_factory=dict)
+    timezone: str = ""  # routines' zone when neither they nor their creator's platform name one ("": UTC)
 
     def __post_init__(self) -> None:
         # Resolved once, so every path the hub makes from them compares equal.

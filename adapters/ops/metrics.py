@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from adapters.ops.procs import cli_children
 from adapters.platform import OutMessage, Surface, ThreadRef, TransientSurfaceError
@@ -56,6 +56,8 @@ class Snapshot:
     oldest_ask_s: float = 0.0
     parked: int = 0
     outbox_depth: dict[str, int] = field(default_factory=dict)  # platform -> messages waiting
+    routine_firings: dict[str, int] = field(default_factory=dict)  # outcome -> occurrences settled
+    routine_next: dict[tuple[str, str], float] = field(default_factory=dict)  # (id, name) -> next firing (epoch)
 
 
 class Metrics:
@@ -137,6 +139,9 @@ class Metrics:
             total.open_asks += snap.open_asks
             total.oldest_ask_s = max(total.oldest_ask_s, snap.oldest_ask_s)
             total.parked += snap.parked
+            for outcome, n in snap.routine_firings.items():
+                total.routine_firings[outcome] = total.routine_firings.get(outcome, 0) + n
+            total.routine_next.update(snap.routine_next)
         runs = GaugeMetricFamily("flower_runs", "Runs by state", labels=["state"])
         for state, n in sorted(total.runs.items()):
             runs.add_metric([state], n)
@@ -151,6 +156,17 @@ class Metrics:
         for platform, n in sorted(total.outbox_depth.items()):
             depth.add_metric([platform], n)
         yield depth
+        firings = CounterMetricFamily("flower_routine_firings", "Routine occurrences settled by this process, by "
+                                      "outcome (started, skipped, caught_up, failed)", labels=["outcome"])
+        for outcome, n in sorted(total.routine_firings.items()):
+            firings.add_metric([outcome], n)
+        yield firings
+        following = GaugeMetricFamily("flower_routine_next_firing_timestamp_seconds", "When each routine fires next "
+                                      "(Unix time; a paused one or one with none left is absent)",
+                                      labels=["routine", "name"])
+        for (routine_id, name), t in sorted(total.routine_next.items()):
+            following.add_metric([routine_id, name], t)
+        yield following
         yield GaugeMetricFamily("flower_intents_pending", "Accepted inputs not yet applied to their run",
                                 value=_safe(self.intents_pending))
         yield GaugeMetricFamily("flower_cli_processes", "Live CLI processes started by this process",
@@ -198,6 +214,9 @@ def hub_snapshot(hub: Hub, now: float) -> Snapshot:
             snap.outbox_depth[platform] = snap.outbox_depth.get(platform, 0) + target.outbox.depth
     snap.parked = len(hub.parked())
     snap.oldest_ask_s = max(0.0, now - min(asked)) if asked else 0.0
+    snap.routine_firings = hub.query.routine_firings()
+    snap.routine_next = {(r.routine_id, r.name): r.next_at for r in hub.store.list_routines()
+                         if not r.paused and r.next_at is not None}
     return snap
 
 

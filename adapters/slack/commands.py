@@ -1,5 +1,5 @@
-"""Slash commands: `/flower <task|status|runs [all]|help|follow <run>|unfollow <run>|resume <run> [words]>` and
-`/stop [message]`.
+"""Slash commands: `/flower <task|status|runs [all]|help|follow <run>|unfollow <run>|resume <run> [words]>`,
+`/flower <when> <task>` (a routine), `/flower routines` and `/stop [message]`.
 
 Quick answers (help, usage, status, lists) travel in the ack itself, which Slack shows to the caller
 alone. Everything else is acked first and answered after through the command's response_url, which
@@ -19,7 +19,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
 
-from adapters.hub import THREAD_HELP, Interrupt, Wake
+from adapters.hub import THREAD_HELP, AddRoutine, Interrupt, RoutineInfo, Wake
 from adapters.ids import encode
 from adapters.platform import SLACK
 from adapters.slack.context import PLATFORM, SlackContext, usage
@@ -50,6 +50,10 @@ HELP = (
     "• `/flower wake <run id>` brings back a run that could not come back by itself after a restart.\n"
     "• `/flower runs all` lists your ended runs too; `/flower resume <run id> [what next]` shows one in a new "
     "thread here and, with words, continues it there.\n"
+    "• `/flower every weekday at 9:00 <task>` makes a routine: its runs start by themselves in this channel, "
+    "each in a thread of its own. Also `every monday at 8:30`, `every 2 hours`, `cron 0 9 * * 1-5`, and once: "
+    "`at 22:00`, `at 2026-12-24 09:00`, `in 30 minutes` (in your Slack time zone). `/flower routines` lists "
+    "this channel's, with Pause/Resume, Run now and Delete buttons.\n"
     "• `/flower status` · `/flower runs` · `/flower help`"
 )
 
@@ -92,6 +96,18 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ack()
             await ctx.note(user, name)
             result = await ctx.steer_run(cmd.kind, cmd.text, channel, user, run_id=cmd.words)
+            if not ctx.surface.told_recently(user, result.message):
+                await _reply(respond, ctx, channel, user, result.message)
+        elif cmd.kind == "routines":
+            text, blocks = _routines(ctx, channel)
+            await ack(text=text, blocks=blocks)
+        elif cmd.kind == "routine":
+            await ack()
+            await ctx.note(user, name)
+            zone = await ctx.zone(user)
+            options = ctx.run_options(cmd.options, cmd.approve, model=cmd.model, effort=cmd.effort)
+            result = await ctx.hub.submit(AddRoutine(cmd.text, cmd.words, zone_hint=zone, options=options), user,
+                                          where=ctx.thread(channel))
             if not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
         elif cmd.kind == "wake":
@@ -201,3 +217,35 @@ def _stop_list(head: str, runs: list[RunRecord], message: str, ctx: SlackContext
         ButtonElement(text=plain(f"Stop {r.run_id}: {r.task}", 75), action_id=encode("stop", r.run_id),
                       value=message[:SLACK.button_value_max] or None, style="danger") for r in runs]))
     return blocks
+
+
+ROUTINES_SHOWN = 20  # two blocks each, under Slack's 50
+
+
+def _routines(ctx: SlackContext, channel: str) -> tuple[str, list[Any]]:
+    """This channel's routines, one section each with its buttons (ids: the codec's rt* verbs)."""
+    found = ctx.hub.query.routines(platform=PLATFORM, channel=channel)
+    if not found:
+        text = ("No routines in this channel. `/flower every weekday at 9:00 <task>` makes one "
+                "(`/flower help` shows the schedules).")
+        return text, [SectionBlock(text=mrkdwn_escape(text))]
+    blocks: list[Any] = []
+    for info in found[:ROUTINES_SHOWN]:
+        r = info.routine
+        blocks.append(SectionBlock(text=_routine_line(ctx, info)))
+        toggle = ButtonElement(text=plain("Resume" if r.paused else "Pause", 75),
+                               action_id=encode("rtr" if r.paused else "rtp", r.routine_id))
+        blocks.append(ActionsBlock(elements=[
+            toggle, ButtonElement(text=plain("Run now", 75), action_id=encode("rtn", r.routine_id), style="primary"),
+            ButtonElement(text=plain("Delete", 75), action_id=encode("rtd", r.routine_id), style="danger")]))
+    more = len(found) - ROUTINES_SHOWN
+    text = f"{len(found)} routine(s) in this channel" + (f" ({more} more not shown)" if more > 0 else "")
+    return text, blocks
+
+
+def _routine_line(ctx: SlackContext, info: RoutineInfo) -> str:
+    r = info.routine
+    state = "paused" if r.paused else f"next {info.next}" if info.next else "nothing left to fire"
+    last = f" · last run `{info.last[0].run_id}` ({info.last[0].state})" if info.last else ""
+    return (f"⏰ *{mrkdwn_escape(r.name)}* `{r.routine_id}` — {mrkdwn_escape(info.said)} — {state}{last}\n"
+            f"{mrkdwn_escape(_fmt.one_line(r.task, 200))} (by {mrkdwn_escape(ctx.hub.query.display(r.owner))})")

@@ -47,7 +47,7 @@ def usage(unknown: str = "") -> str:
     return (f"{head}Usage: `/flower <task>` starts a run in this channel · `/flower status` · `/flower runs` · "
             "`/flower follow <run id>` · `/flower unfollow <run id>` · `/flower resume <run id> [words]` · "
             "`/flower model <name> [run id]` · `/flower effort <level> [run id]` · "
-            "`/flower help` · "
+            "`/flower every weekday at 9:00 <task>` · `/flower routines` · `/flower help` · "
             "`/stop [message]` interrupts your run here.")
 
 
@@ -60,10 +60,12 @@ class SlackContext:
         self.options: RunOptions | None = None  # per-run options every Slack start gets (None: the bot's)
         self.files: SlackFiles | None = None  # downloads files people share (set by the front end)
         self._looked_up: LRU[str, bool] = LRU(10_000)
+        self._zones: LRU[str, str] = LRU(10_000)
 
     # ---- wiring -------------------------------------------------------------------------------------
     def attach(self, hub: Hub) -> None:
         self._hub = hub
+        hub.hooks.open_threads(PLATFORM, self.open_thread)
         self.surface.footer = self.footer
         if self.surface.sessions is not None:
             self.surface.sessions.describe = self.describe
@@ -128,6 +130,31 @@ class SlackContext:
         if display:
             self.hub.hooks.note(user, str(display))
 
+    async def zone(self, user: str) -> str:
+        """The person's time zone as Slack knows it (users.info `tz`), "" when it cannot say."""
+        known = self._zones.get(user)
+        if known is not None:
+            return known
+        try:
+            resp = await asyncio.wait_for(self.client.users_info(user=user), NAME_LOOKUP_S)
+        except Exception as exc:  # no scope, no network: the bot's zone stands in
+            log.info("users.info (tz) for %s: %r", user, exc)
+            return ""
+        info: Any = resp.get("user") or {}
+        tz = info.get("tz")
+        found = tz if isinstance(tz, str) else ""
+        self._zones.put(user, found)
+        return found
+
+    # ---- routines ----------------------------------------------------------------------------------------
+    async def open_thread(self, channel: str, card: OutMessage) -> ThreadRef:
+        """A routine's run (hub.hooks.open_threads): its first status card as a new root of `channel`, the
+        thread that root opens, and the root remembered as the run's status message (later edits edit it)."""
+        root = await self.surface.post_root(channel, card)
+        thread = self.thread(channel, root)
+        self.hub.hooks.remember_message(thread, card.key, root)
+        return thread
+
     # ---- telling people ---------------------------------------------------------------------------------
     async def tell(self, channel: str, user: str, text: str, thread_ts: str = "") -> None:
         """An ephemeral line to one person; never raises."""
@@ -148,6 +175,21 @@ class SlackContext:
         if text is not None:
             await self.tell(channel, user, text, thread_ts)
 
+    def run_options(self, options: dict[str, float] | None, approve: str = "", *, model: str = "",
+                    effort: str = "") -> RunOptions | None:
+        """What the person asked for on the command line (budget_usd, timeout_s, max_asks; `approve`: the tools
+        to ask about, "bash,edits"; `model`, `effort`) over the context's own defaults (None: the bot's)."""
+        if not options and not approve and not model and not effort:
+            return self.options
+        base = self.options or RunOptions()
+        options = options or {}
+        asks = options.get("max_asks")
+        return replace(base, budget_usd=options.get("budget_usd", base.budget_usd),
+                       timeout_s=options.get("timeout_s", base.timeout_s),
+                       max_asks=int(asks) if asks is not None else base.max_asks,
+                       approve=RunOptions.approve_from(approve) if approve else base.approve,
+                       model=model or base.model, effort=effort.lower() or base.effort)
+
     # ---- starting a run -----------------------------------------------------------------------------------
     async def start_run(self, task: str, channel: str, user: str, *, thread_ts: str = "",
                         options: dict[str, float] | None = None, approve: str = "", model: str = "",
@@ -155,16 +197,7 @@ class SlackContext:
         """`options`: what the person asked for on the command line (budget_usd, timeout_s, max_asks),
         over the context's own defaults; `approve`: the tools to ask about ("bash,edits"); `model`, `effort`."""
         hub = self.hub
-        run_options = self.options
-        if options or approve or model or effort:
-            base = self.options or RunOptions()
-            options = options or {}
-            asks = options.get("max_asks")
-            run_options = replace(base, budget_usd=options.get("budget_usd", base.budget_usd),
-                                  timeout_s=options.get("timeout_s", base.timeout_s),
-                                  max_asks=int(asks) if asks is not None else base.max_asks,
-                                  approve=RunOptions.approve_from(approve) if approve else base.approve,
-                                  model=model or base.model, effort=effort.lower() or base.effort)
+        run_options = self.run_options(options, approve, model=model, effort=effort)
         task = task.strip()
         if not task:
             return IntentResult(False, usage())

@@ -13,6 +13,10 @@ Slash command grammar (`/flower`):
 ``/flower help``       what the bot does
 ``/flower follow <r>`` show run `r` in a new thread of this channel (a mirror)
 ``/flower unfollow <r>``  stop showing run `r` in this channel's mirror threads
+``/flower <when> <t>``    a routine in this channel: `every weekday at 9:00 <t>`, `at 22:00 <t>`,
+                       `in 30 minutes <t>`, `every 2 hours <t>`, `cron 0 9 * * 1-5 <t>` (hub.split_schedule);
+                       per-run options may come first, as for a start
+``/flower routines``   this channel's routines, with Pause/Resume, Run now and Delete buttons
 =====================  ==============================================================
 
 `follow`/`unfollow` take exactly one word, the run id; with more words it is a task ("follow the
@@ -26,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from adapters.hub import split_schedule
 
 __all__ = ["RUN_SUBCOMMANDS", "SUBCOMMANDS", "Action", "FlowerCommand", "PayloadError", "dedupe_key", "message_thread",
            "parse_flower", "read_action", "text_field"]
@@ -63,12 +69,14 @@ def text_field(d: Any, *path: str, required: bool = True, null_ok: bool = True) 
 
 @dataclass(frozen=True)
 class FlowerCommand:
-    kind: str  # start | status | runs | help | follow | unfollow | wake | resume | model | effort | usage
-    # the task (start), the run id (follow, unfollow, wake, resume), the model or effort (model, effort) or what
-    # was not understood (usage)
+    kind: str  # start | status | runs | help | follow | unfollow | wake | resume | model | effort | routine |
+    # routines | usage
+    # the task (start, routine), the run id (follow, unfollow, wake, resume), the model or effort (model,
+    # effort) or what was not understood (usage)
     text: str = ""
     options: dict[str, float] = field(default_factory=dict)  # start: budget_usd, timeout_s, max_asks
-    words: str = ""  # resume: what the run should do next ("" to only show it here); model, effort: the run id
+    words: str = ""  # resume: what the run should do next ("" to only show it here); model, effort: the run id;
+    # routine: its schedule
     approve: str = ""  # start: `approve=bash,edits` as typed (RunOptions.approve_from reads it)
     model: str = ""  # start: `model=<name>`
     effort: str = ""  # start: `effort=<level>`
@@ -114,6 +122,12 @@ def parse_flower(text: str) -> FlowerCommand:
         return FlowerCommand(sub)
     if sub == "runs" and rest.strip().lower() == "all":
         return FlowerCommand("runs", "all")
+    if sub == "routines" and not rest.strip():
+        return FlowerCommand("routines")
+    scheduled = split_schedule(words)  # `every weekday at 9:00 <task>`, `at 22:00 <task>`, `cron 0 9 * * 1-5 <task>`
+    if scheduled is not None:
+        schedule, task = scheduled
+        return FlowerCommand("routine", task, words=schedule.removeprefix("cron ").strip())
     if sub == "resume":  # `resume <run id> [words…]`
         run_id, _, said = rest.strip().partition(" ")
         return FlowerCommand("resume", run_id, words=said.strip()) if run_id else FlowerCommand("usage", "")
@@ -128,11 +142,15 @@ def parse_flower(text: str) -> FlowerCommand:
     if parsed is None:
         return FlowerCommand("usage", head)
     options, named, task = parsed
+    approve, model, effort = named.get("approve", ""), named.get("model", ""), named.get("effort", "")
+    if (options or named) and (scheduled := split_schedule(task)) is not None:  # `budget=5 every day at 9:00 …`
+        schedule, task = scheduled
+        return FlowerCommand("routine", task, options, words=schedule.removeprefix("cron ").strip(), approve=approve,
+                             model=model, effort=effort)
     if options or named:
         if not task:
             return FlowerCommand("usage", "")
-        return FlowerCommand("start", task, options, approve=named.get("approve", ""), model=named.get("model", ""),
-                             effort=named.get("effort", ""))
+        return FlowerCommand("start", task, options, approve=approve, model=model, effort=effort)
     if " " not in words.strip():
         return FlowerCommand("usage", head)  # `/flower stauts`: a typo, not a one-word task
     return FlowerCommand("start", words)

@@ -13,8 +13,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from adapters.platform import ThreadRef
 
-__all__ = ["DEFAULT_DEDUPE_TTL_S", "LIVE_STATUSES", "AskMessage", "ChannelPolicy", "Mirror", "Receipt", "RunRecord",
-           "RunStatus", "StateStore", "StoredEvents"]
+__all__ = ["DEFAULT_DEDUPE_TTL_S", "LIVE_STATUSES", "AskMessage", "ChannelPolicy", "Mirror", "Occurrence", "Receipt",
+           "Routine", "RunRecord", "RunStatus", "StateStore", "StoredEvents"]
 
 # Slack redelivers events for ~5 minutes; keep dedupe keys for longer than that.
 DEFAULT_DEDUPE_TTL_S = 900.0
@@ -60,6 +60,7 @@ class RunRecord:
     round: int = 1  # 2, 3…: a person continued the run after it ended (adapters/hub/rounds.py)
     spent_usd: float = 0.0  # what the run's ended rounds cost: the next round's cap counts it
     cap_usd: float | None = None  # the cost cap as its owner last raised it (None: the run's options say)
+    origin: str = ""  # what started it when no person did: "⏰ Daily triage, 09:00" (a routine)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,47 @@ class ChannelPolicy:
         object.__setattr__(self, "starters", None if starters is None else frozenset(starters))
         object.__setattr__(self, "responders", None if responders is None else frozenset(responders))
         object.__setattr__(self, "admins", frozenset(admins))
+
+
+@dataclass(frozen=True)
+class Routine:
+    """A task that starts itself (adapters/hub/routines.py): `schedule` is a cron expression or "at <ISO
+    time>" (adapters/hub/schedule.py), read in `timezone`; its runs appear in `place` (a channel: the thread
+    part is empty) as `owner`'s. `next_at`: its next firing (epoch seconds), None when it has none left.
+    `source` "config": declared in the TOML file (the file decides it at every start)."""
+
+    routine_id: str
+    name: str
+    task: str
+    schedule: str
+    timezone: str
+    place: ThreadRef
+    owner: str
+    options: str = "{}"  # RunOptions as JSON
+    overlap: str = "skip"  # or "queue"
+    catch_up: bool = True
+    paused: bool = False
+    next_at: float | None = None
+    created_at: float = 0.0
+    source: str = ""
+    said: str = ""  # the schedule as the person wrote it
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One firing of a routine, recorded (unique per routine and `due`) before its run starts, with the run
+    id that run will have: the run's record in the same store is what says it started. `kind`: "due" (on
+    time), "catch_up" (missed while the bot was down), "manual" (Run now). `state`: pending, started,
+    skipped or failed. `thread`: the thread opened for it, once one was."""
+
+    routine_id: str
+    due: float
+    run_id: str
+    kind: str = "due"
+    state: str = "pending"
+    thread: ThreadRef | None = None
+    note: str = ""
+    recorded_at: float = 0.0
 
 
 class StoredEvents(NamedTuple):
@@ -165,5 +207,19 @@ class StateStore(Protocol):
     # access
     def set_channel_policy(self, channel: str, policy: ChannelPolicy) -> None: ...
     def get_channel_policy(self, channel: str) -> ChannelPolicy | None: ...
+
+    # routines and their occurrences (adapters/hub/routines.py)
+    def save_routine(self, routine: Routine) -> Routine: ...
+    def get_routine(self, routine_id: str) -> Routine | None: ...
+    def list_routines(self) -> list[Routine]: ...
+    def delete_routine(self, routine_id: str) -> bool: ...
+    # One transaction: the occurrence (False, nothing changed: that routine and due are recorded already) and
+    # the routine's next firing.
+    def record_occurrence(self, occurrence: Occurrence, next_at: float | None) -> bool: ...
+    def update_occurrence(self, routine_id: str, due: float, *, state: str | None = None,
+                          thread: ThreadRef | None = None, note: str | None = None) -> None: ...
+    def pending_occurrences(self) -> list[Occurrence]: ...  # oldest first
+    def occurrences_of(self, routine_id: str, limit: int = 10, *,
+                       state: str | None = None) -> list[Occurrence]: ...  # newest first; `state`: only those
 
     def close(self) -> None: ...

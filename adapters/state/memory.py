@@ -8,7 +8,17 @@ import time
 from collections.abc import Callable
 
 from adapters.platform import ThreadRef
-from adapters.state.base import DEFAULT_DEDUPE_TTL_S, AskMessage, ChannelPolicy, Mirror, Receipt, RunRecord, RunStatus
+from adapters.state.base import (
+    DEFAULT_DEDUPE_TTL_S,
+    AskMessage,
+    ChannelPolicy,
+    Mirror,
+    Occurrence,
+    Receipt,
+    Routine,
+    RunRecord,
+    RunStatus,
+)
 
 __all__ = ["MemoryStateStore"]
 
@@ -27,6 +37,8 @@ class MemoryStateStore:
         self._policies: dict[str, ChannelPolicy] = {}
         self._mirrors: dict[tuple[str, ThreadRef], Mirror] = {}  # insertion order = the order they were added
         self._intents: dict[str, dict[str, tuple[str, str]]] = {}  # run -> iid -> (data, settled), in order
+        self._routines: dict[str, Routine] = {}
+        self._occurrences: dict[tuple[str, float], Occurrence] = {}  # in the order they were recorded
 
     def bind_thread(self, thread: ThreadRef, run_id: str) -> None:
         with self._lock:
@@ -151,6 +163,58 @@ class MemoryStateStore:
     def get_channel_policy(self, channel: str) -> ChannelPolicy | None:
         with self._lock:
             return self._policies.get(channel)
+
+    def save_routine(self, routine: Routine) -> Routine:
+        with self._lock:
+            old = self._routines.get(routine.routine_id)
+            stored = dataclasses.replace(routine, created_at=routine.created_at or (old.created_at if old else
+                                                                                    self._clock()))
+            self._routines[routine.routine_id] = stored
+            return stored
+
+    def get_routine(self, routine_id: str) -> Routine | None:
+        with self._lock:
+            return self._routines.get(routine_id)
+
+    def list_routines(self) -> list[Routine]:
+        with self._lock:
+            return sorted(self._routines.values(), key=lambda r: (r.created_at, r.routine_id))
+
+    def delete_routine(self, routine_id: str) -> bool:
+        with self._lock:
+            return self._routines.pop(routine_id, None) is not None
+
+    def record_occurrence(self, occurrence: Occurrence, next_at: float | None) -> bool:
+        with self._lock:
+            key = (occurrence.routine_id, occurrence.due)
+            if key in self._occurrences:
+                return False
+            self._occurrences[key] = dataclasses.replace(occurrence, recorded_at=occurrence.recorded_at
+                                                         or self._clock())
+            routine = self._routines.get(occurrence.routine_id)
+            if routine is not None:
+                self._routines[routine.routine_id] = dataclasses.replace(routine, next_at=next_at)
+            return True
+
+    def update_occurrence(self, routine_id: str, due: float, *, state: str | None = None,
+                          thread: ThreadRef | None = None, note: str | None = None) -> None:
+        with self._lock:
+            old = self._occurrences.get((routine_id, due))
+            if old is None:
+                return
+            self._occurrences[(routine_id, due)] = dataclasses.replace(
+                old, state=state if state is not None else old.state, thread=thread or old.thread,
+                note=note if note is not None else old.note)
+
+    def pending_occurrences(self) -> list[Occurrence]:
+        with self._lock:
+            return [o for o in self._occurrences.values() if o.state == "pending"]
+
+    def occurrences_of(self, routine_id: str, limit: int = 10, *, state: str | None = None) -> list[Occurrence]:
+        with self._lock:
+            found = [o for o in self._occurrences.values()
+                     if o.routine_id == routine_id and state in (None, o.state)]
+        return found[::-1][:limit]
 
     def close(self) -> None:
         pass

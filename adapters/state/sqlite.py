@@ -6,6 +6,7 @@ threads (check_same_thread=False) because answers and events arrive from platfor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -20,7 +21,9 @@ from adapters.state.base import (
     AskMessage,
     ChannelPolicy,
     Mirror,
+    Occurrence,
     Receipt,
+    Routine,
     RunRecord,
     RunStatus,
     StoredEvents,
@@ -61,13 +64,35 @@ CREATE INDEX IF NOT EXISTS intents_open ON intents(run_id, settled, seq);
 CREATE TABLE IF NOT EXISTS event_logs (run_id TEXT PRIMARY KEY, base INTEGER NOT NULL, gone_upto INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS routines (routine_id TEXT PRIMARY KEY, data TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS occurrences (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, routine_id TEXT NOT NULL, due REAL NOT NULL, run_id TEXT NOT NULL,
+    kind TEXT NOT NULL, state TEXT NOT NULL, thread TEXT NOT NULL DEFAULT '', note TEXT NOT NULL DEFAULT '',
+    recorded_at REAL NOT NULL, UNIQUE (routine_id, due));
+CREATE INDEX IF NOT EXISTS occurrences_state ON occurrences(state, seq);
 """
 SCHEMA_VERSION = "1"
 # Named, so a column added by a migration (at the end of an old table) reads the same as in a new one.
 _RUN_COLUMNS = ("run_id, thread, owner, task, status, workspace, run_dir, created_at, updated_at, round, spent_usd,"
-                " cap_usd")
+                " cap_usd, origin")
 # Columns added since the first schema, with how an older database gains them.
-_ADDED_RUN_COLUMNS = {"round": "INTEGER NOT NULL DEFAULT 1", "spent_usd": "REAL NOT NULL DEFAULT 0", "cap_usd": "REAL"}
+_ADDED_RUN_COLUMNS = {"round": "INTEGER NOT NULL DEFAULT 1", "spent_usd": "REAL NOT NULL DEFAULT 0", "cap_usd": "REAL",
+                      "origin": "TEXT NOT NULL DEFAULT ''"}
+_OCCURRENCE_COLUMNS = "routine_id, due, run_id, kind, state, thread, note, recorded_at"
+
+
+def _routine_json(r: Routine) -> str:
+    data = dataclasses.asdict(r)
+    data["place"] = str(r.place)
+    return json.dumps(data)
+
+
+def _routine_of(text: str) -> Routine:
+    data = json.loads(text)
+    known = {f.name for f in dataclasses.fields(Routine)}
+    data = {k: v for k, v in data.items() if k in known}  # a field a newer version wrote is left out
+    data["place"] = ThreadRef.parse(data["place"])
+    return Routine(**data)
 
 
 def _set_or_none(v: list[str] | None) -> frozenset[str] | None:
@@ -131,12 +156,13 @@ class SQLiteStateStore:
                 old = self._db.execute("SELECT created_at FROM runs WHERE run_id=?", (run.run_id,)).fetchone()
                 created = run.created_at or (old[0] if old else now)
                 stored = RunRecord(run.run_id, run.thread, run.owner, run.task, run.status, run.workspace,
-                                   run.run_dir, created, run.updated_at or now, run.round, run.spent_usd, run.cap_usd)
+                                   run.run_dir, created, run.updated_at or now, run.round, run.spent_usd, run.cap_usd,
+                                   run.origin)
                 self._db.execute(
-                    f"INSERT OR REPLACE INTO runs({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO runs({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (stored.run_id, str(stored.thread), stored.owner, stored.task, str(stored.status),
                      stored.workspace, stored.run_dir, stored.created_at, stored.updated_at, stored.round,
-                     stored.spent_usd, stored.cap_usd))
+                     stored.spent_usd, stored.cap_usd, stored.origin))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -146,7 +172,7 @@ class SQLiteStateStore:
     @staticmethod
     def _run(row: tuple[Any, ...]) -> RunRecord:
         return RunRecord(row[0], ThreadRef.parse(row[1]), row[2], row[3], RunStatus.of(row[4]), row[5], row[6], row[7],
-                         row[8], int(row[9]), float(row[10]), None if row[11] is None else float(row[11]))
+                         row[8], int(row[9]), float(row[10]), None if row[11] is None else float(row[11]), str(row[12]))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         row = self._one(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id=?", (run_id,))
@@ -287,6 +313,73 @@ class SQLiteStateStore:
         data = json.loads(row[0])
         return ChannelPolicy(_set_or_none(data["starters"]), _set_or_none(data["responders"]),
                              frozenset(data["admins"]))
+
+    # routines: the routine as JSON; an occurrence is unique per (routine, due) and recorded with the routine's
+    # next firing in one transaction, committed before record_occurrence returns
+    def save_routine(self, routine: Routine) -> Routine:
+        with self._lock:
+            old = self._db.execute("SELECT created_at FROM routines WHERE routine_id=?",
+                                   (routine.routine_id,)).fetchone()
+            stored = dataclasses.replace(routine, created_at=routine.created_at or (old[0] if old else self._clock()))
+            self._db.execute("INSERT OR REPLACE INTO routines(routine_id, data, created_at) VALUES (?, ?, ?)",
+                             (stored.routine_id, _routine_json(stored), stored.created_at))
+        return stored
+
+    def get_routine(self, routine_id: str) -> Routine | None:
+        row = self._one("SELECT data FROM routines WHERE routine_id=?", (routine_id,))
+        return None if row is None else _routine_of(row[0])
+
+    def list_routines(self) -> list[Routine]:
+        with self._lock:
+            rows = self._db.execute("SELECT data FROM routines ORDER BY created_at, routine_id").fetchall()
+        return [_routine_of(r[0]) for r in rows]
+
+    def delete_routine(self, routine_id: str) -> bool:
+        return self._exec("DELETE FROM routines WHERE routine_id=?", (routine_id,)) > 0
+
+    def record_occurrence(self, occurrence: Occurrence, next_at: float | None) -> bool:
+        o = occurrence
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                n = self._db.execute(
+                    f"INSERT OR IGNORE INTO occurrences({_OCCURRENCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (o.routine_id, o.due, o.run_id, o.kind, o.state, str(o.thread) if o.thread else "", o.note,
+                     o.recorded_at or self._clock())).rowcount
+                row = self._db.execute("SELECT data FROM routines WHERE routine_id=?", (o.routine_id,)).fetchone()
+                if n and row is not None:
+                    data = json.loads(row[0])
+                    data["next_at"] = next_at
+                    self._db.execute("UPDATE routines SET data=? WHERE routine_id=?", (json.dumps(data), o.routine_id))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return n > 0
+
+    def update_occurrence(self, routine_id: str, due: float, *, state: str | None = None,
+                          thread: ThreadRef | None = None, note: str | None = None) -> None:
+        self._exec("UPDATE occurrences SET state=COALESCE(?, state), thread=COALESCE(?, thread),"
+                   " note=COALESCE(?, note) WHERE routine_id=? AND due=?",
+                   (state, str(thread) if thread else None, note, routine_id, due))
+
+    @staticmethod
+    def _occurrence(row: tuple[Any, ...]) -> Occurrence:
+        return Occurrence(row[0], float(row[1]), row[2], row[3], row[4], ThreadRef.parse(row[5]) if row[5] else None,
+                          row[6], float(row[7]))
+
+    def pending_occurrences(self) -> list[Occurrence]:
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_OCCURRENCE_COLUMNS} FROM occurrences WHERE state='pending'"
+                                    " ORDER BY seq").fetchall()
+        return [self._occurrence(r) for r in rows]
+
+    def occurrences_of(self, routine_id: str, limit: int = 10, *, state: str | None = None) -> list[Occurrence]:
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_OCCURRENCE_COLUMNS} FROM occurrences WHERE routine_id=?"
+                                    " AND (? IS NULL OR state=?) ORDER BY seq DESC LIMIT ?",
+                                    (routine_id, state, state, limit)).fetchall()
+        return [self._occurrence(r) for r in rows]
 
     def close(self) -> None:
         with self._lock:

@@ -55,6 +55,7 @@ class StatusCard:
     cap_usd: float | None = None  # the run's cost cap, once a budget event reported one
     ended_at: float | None = None
     round: int = 1  # 2, 3…: the run was continued after it ended (the title says so)
+    origin: str = ""  # what started it when no person did ("⏰ Daily triage, 09:00"): the title's start
     out_of_budget: bool = False  # its cost cap stopped it (the budget's "stopped" event): how it ends
     model: str = ""  # the run's model and effort as chosen ("" = the bot's default, not shown)
     effort: str = ""
@@ -103,7 +104,7 @@ class StatusCard:
 
 def render(card: StatusCard, now: float) -> OutMessage:
     icon, label = STATES.get(card.state, ("•", card.state))
-    title = f"{icon} {label}"
+    title = f"{card.origin} · {icon} {label}" if card.origin else f"{icon} {label}"
     if card.round > 1:
         title += f" · round {card.round}"
     if card.step_total:

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from adapters.platform import StartRefused, ThreadRef
+from adapters.platform import OutMessage, StartRefused, ThreadRef
 from adapters.platform.limits import WEB
+from adapters.web.api import new_thread
 from adapters.web.api import routes as api_routes
 from adapters.web.context import PLATFORM, WEB_KEY, WebContext
 from adapters.web.errors import json_errors
@@ -36,6 +37,7 @@ from adapters.web.events import EventLogs, EventStore
 from adapters.web.files import routes as file_routes
 from adapters.web.guard import HTTP_LOG, Guard, is_loopback, new_token
 from adapters.web.page import routes as page_routes
+from adapters.web.routines import routes as routine_routes
 from adapters.web.stream import routes as stream_routes
 from adapters.web.surface import WebSurface
 from flower_core import Event
@@ -114,6 +116,11 @@ class WebFrontend:
         # Runs started elsewhere (Slack, Discord) show on the page too, where the hub can mirror them.
         if self.mirror_all:
             hub.hooks.auto_mirror(self.ctx.mirror_thread)
+        hub.hooks.open_threads(PLATFORM, self._open_thread)
+
+    async def _open_thread(self, channel: str, card: OutMessage) -> ThreadRef:
+        """A routine's run on the page: a new thread, which needs no root (its status card is its first message)."""
+        return new_thread()
 
     async def start(self) -> None:
         if self._runner is not None:
@@ -201,7 +208,7 @@ async def _on_prepare(request: web.Request, response: web.StreamResponse) -> Non
 def make_app(front: WebFrontend) -> web.Application:
     app = web.Application(middlewares=[front.guard.middleware, json_errors], client_max_size=front.max_body)
     app[WEB_KEY] = front.ctx
-    app.router.add_routes(api_routes() + file_routes() + stream_routes() + page_routes())
+    app.router.add_routes(api_routes() + routine_routes() + file_routes() + stream_routes() + page_routes())
     app.on_response_prepare.append(_on_prepare)
     if front.ops is not None:  # operations endpoints: health and readiness open, metrics behind the guard
         front.ops.mount(app)

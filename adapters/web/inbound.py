@@ -10,6 +10,7 @@ read                              from → into
 `read_start`                      POST /api/runs → `Start(task, RunOptions)`
 `read_approval`                   POST …/approve → (ask id, decision once|run|deny, words)
 `read_click`                      POST /api/action → (`Click`, its run id, the delivery id or None)
+`read_routine`                    POST /api/routines → `AddRoutine` (its "options" read as a start's)
 `after_cursor`, `show_all`        the `?after=N` and `?all=0|1` query parameters
 `page_frame`, `cursor`            a frame of the page's WebSocket → a watch, a ping (None) or a complaint
 ================================  =================================================================
@@ -27,13 +28,13 @@ import math
 import re
 from typing import Any
 
-from adapters.hub import Click, RunOptions, Start
+from adapters.hub import AddRoutine, Click, RunOptions, Start
 from adapters.ids import IdError, decode
 from adapters.platform.limits import WEB
 from adapters.web.errors import ApiError
 
 __all__ = ["APPROVAL_DECISIONS", "Fields", "after_cursor", "cursor", "number_field", "page_frame", "parse_body",
-           "read_approval", "read_click", "read_start", "show_all", "shown", "text_field"]
+           "read_approval", "read_click", "read_routine", "read_start", "show_all", "shown", "text_field"]
 
 APPROVAL_DECISIONS = ("once", "run", "deny")
 Fields = dict[str, type | tuple[type, ...]]  # a body's field name -> the types it accepts
@@ -62,7 +63,8 @@ def parse_body(raw: bytes, content_type: str, fields: Fields) -> dict[str, Any]:
         kinds: tuple[type, ...] = spec if isinstance(spec, tuple) else (spec,)
         a_bool = isinstance(value, bool) and bool not in kinds  # JSON true is not the number 1
         if value is not None and (a_bool or not isinstance(value, kinds)):
-            names = "number" if float in kinds else "whole number" if int in kinds else "string"
+            names = ("number" if float in kinds else "whole number" if int in kinds else "boolean (true or false)"
+                     if bool in kinds else "object" if dict in kinds else "string")
             raise ApiError(400, f"{key!r} must be a {names}, got {shown(value)}")
         if isinstance(value, float) and not math.isfinite(value):  # NaN, ±Infinity, or 1e400 overflowing
             raise ApiError(400, f"{key!r} must be a finite number, got {shown(value)}")
@@ -132,6 +134,29 @@ def read_model(data: dict[str, Any]) -> tuple[str, str]:
     if not model and not effort:
         raise ApiError(400, "say a \"model\" or an \"effort\" (or both)")
     return model, effort
+
+
+ROUTINE_FIELDS: Fields = {"task": str, "schedule": str, "timezone": str, "name": str, "options": dict,
+                          "overlap": str, "catch_up": bool}
+
+
+def read_routine(data: dict[str, Any]) -> AddRoutine:
+    """A routine body (ROUTINE_FIELDS): its "options" object takes a start's option fields."""
+    task, schedule = text_field(data, "task"), text_field(data, "schedule")
+    options: dict[str, Any] = data.get("options") or {}
+    for key, value in options.items():
+        if key not in START_FIELDS or key == "task":
+            raise ApiError(400, f"unknown option {key!r} (known: timeout_s, max_asks, budget_usd, approve, model, "
+                           "effort)")
+        if isinstance(value, dict | list) and key != "approve":
+            raise ApiError(400, f"option {key!r} must be a number, got {shown(value)}")
+    checked = parse_body(json.dumps({"task": task, **options}).encode(), "application/json", START_FIELDS)
+    overlap = text_field(data, "overlap", required=False) or "skip"
+    if overlap not in ("skip", "queue"):
+        raise ApiError(400, f"overlap must be \"skip\" or \"queue\", got {shown(overlap)}")
+    catch_up = data.get("catch_up")
+    return AddRoutine(task, schedule, text_field(data, "timezone", required=False), text_field(data, "name",
+                      required=False), read_start(checked).options, overlap, True if catch_up is None else catch_up)
 
 
 def read_approval(data: dict[str, Any]) -> tuple[str, str, str]:

@@ -17,6 +17,9 @@ built                   shape
 `attached_json`         files attached: 201 {"ok", "message", "id", "files": [{"name", "path", "size"}]}, or a
                         refusal: 413 too large, 400 a bad file, 409 the hub's own
 `activity_json`         a run's tool calls, one line each, for the page's activity strip
+`routine_json`          a routine: {"id", "name", "task", "schedule", "spec", "timezone", "place", "owner",
+                        "overlap", "catch_up", "paused", "next", "source", "last": [{"due", "run_id", "kind",
+                        "state", "note"}]} ("next": ISO 8601 with offset, null when none)
 ======================  ====================================================================================
 
 Each answer builder returns (body, HTTP status); the route handlers (api.py, files.py) make the response.
@@ -26,10 +29,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
+from zoneinfo import ZoneInfo
 
-from adapters.hub import Attached, Chosen, IntentResult, OpenCard
+from adapters.hub import Attached, Chosen, IntentResult, OpenCard, RoutineInfo
 from adapters.platform import OutMessage, ThreadRef
 from adapters.state import RunRecord
 from adapters.view import fmt
@@ -38,7 +43,7 @@ from flower_core import Event
 from flower_core.payloads import ThreadPayload
 
 __all__ = ["ASK_TOOL", "activity_json", "ask_json", "attached_json", "click_json", "file_json", "message_json",
-           "result_json", "run_json", "stamped"]
+           "result_json", "routine_json", "run_json", "stamped"]
 
 ASK_TOOL = "mcp__human__ask"  # the agent's questions are cards on the page, not activity
 
@@ -80,6 +85,16 @@ def run_json(r: RunRecord, *, page: ThreadRef | None, live: bool, worker: str,
             "created_at": r.created_at, "updated_at": r.updated_at, "round": r.round,
             "live": live, "worker": worker, "model": (chosen.model if chosen else "") or None,
             "effort": (chosen.effort if chosen else "") or None}
+
+
+def routine_json(info: RoutineInfo) -> dict[str, Any]:
+    r = info.routine
+    zone = ZoneInfo(r.timezone)
+    return {"id": r.routine_id, "name": r.name, "task": r.task, "schedule": info.said, "spec": r.schedule,
+            "timezone": r.timezone, "place": f"{r.place.platform}:{r.place.channel}", "owner": r.owner,
+            "overlap": r.overlap, "catch_up": r.catch_up, "paused": r.paused, "next": info.next, "source": r.source,
+            "last": [{"due": datetime.fromtimestamp(o.due, zone).isoformat(timespec="seconds"), "run_id": o.run_id,
+                      "kind": o.kind, "state": o.state, "note": o.note} for o in info.last]}
 
 
 def ask_json(card: OpenCard) -> dict[str, Any]:

@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from adapters.platform import ThreadRef
-from adapters.state import ChannelPolicy, MemoryStateStore, RunRecord, SQLiteStateStore, StateStore
+from adapters.state import (
+    ChannelPolicy,
+    MemoryStateStore,
+    Occurrence,
+    Routine,
+    RunRecord,
+    SQLiteStateStore,
+    StateStore,
+)
 
 T1 = ThreadRef("slack", "C1", "1700000000.000100")
 T2 = ThreadRef("discord", "42", "99")
@@ -210,3 +218,39 @@ def test_an_older_database_gains_the_round_and_budget_columns(tmp_path: Path) ->
     kept = again.get_run("r1")
     assert kept is not None and kept.round == 2 and kept.spent_usd == 0.5 and kept.cap_usd is None
     again.close()
+
+
+def test_routines_and_their_occurrences(make: Callable[[Clock], StateStore]) -> None:
+    clock = Clock()
+    s = make(clock)
+    place = ThreadRef("slack", "C1")
+    saved = s.save_routine(Routine("rt1", "Daily", "triage", "0 9 * * 1-5", "Europe/Berlin", place, "U1", next_at=100.0,
+                                   said="every weekday at 9:00"))
+    assert saved.created_at == clock.now and s.get_routine("rt1") == saved
+    clock.now += 5
+    assert s.save_routine(dataclasses.replace(saved, paused=True)).created_at == saved.created_at
+    assert [r.routine_id for r in s.list_routines()] == ["rt1"] and s.get_routine("nope") is None
+    # an occurrence is recorded once per due time, and moves the routine's next firing in the same step
+    occ = Occurrence("rt1", 100.0, "r1")
+    assert s.record_occurrence(occ, 200.0)
+    assert not s.record_occurrence(dataclasses.replace(occ, run_id="r2"), 300.0)
+    routine = s.get_routine("rt1")
+    assert routine is not None and routine.next_at == 200.0 and routine.paused
+    s.update_occurrence("rt1", 100.0, thread=T1)
+    [pending] = s.pending_occurrences()
+    assert (pending.run_id, pending.thread, pending.state) == ("r1", T1, "pending")
+    s.update_occurrence("rt1", 100.0, state="started")
+    assert s.pending_occurrences() == []
+    assert s.record_occurrence(Occurrence("rt1", 200.0, "r3", "manual", "skipped", note="busy"), None)
+    assert [(o.run_id, o.state, o.note, o.thread) for o in s.occurrences_of("rt1")] == [
+        ("r3", "skipped", "busy", None), ("r1", "started", "", T1)]
+    assert [o.run_id for o in s.occurrences_of("rt1", state="started")] == ["r1"]
+    assert s.occurrences_of("rt1", 1) == s.occurrences_of("rt1", state="skipped")
+    assert s.delete_routine("rt1") and not s.delete_routine("rt1") and s.list_routines() == []
+
+
+def test_a_run_keeps_its_origin(make: Callable[[Clock], StateStore]) -> None:
+    s = make(Clock())
+    s.save_run(RunRecord("r1", T1, "U1", "triage", origin="⏰ Daily, 09:00"))
+    run = s.get_run("r1")
+    assert run is not None and run.origin == "⏰ Daily, 09:00"

@@ -153,19 +153,24 @@ class DiscordDouble(InteractionRoutes):
         return p
 
     async def slash(self, person: Person, sub: str, *, channel_id: int | None = None, **options: Any) -> Ix:
-        """`/flower <sub> option:value…` typed by `person` in a channel (default: #general) or a thread."""
+        """`/flower <sub> option:value…` typed by `person` in a channel (default: #general) or a thread; `sub`
+        may name a group's subcommand: "routine add"."""
         top = next((c for c in self.commands.get(self.guild_id) or self.commands.get(None) or []
                     if c["name"] == "flower"), None)
         if top is None:
             raise AssertionError("the bot has not synced a /flower command")
-        spec = next(o for o in top["options"] if o["name"] == sub)
+        group, _, leaf = sub.partition(" ")
+        spec = next(o for o in top["options"] if o["name"] == group)
+        if leaf:
+            spec = next(o for o in spec["options"] if o["name"] == leaf)
         types = {o["name"]: o["type"] for o in spec.get("options", [])}
         unknown = set(options) - set(types)
         if unknown:
             raise AssertionError(f"/flower {sub} has no option(s) {sorted(unknown)}; it has {sorted(types)}")
         opts = [{"name": k, "type": types[k], "value": v} for k, v in options.items() if v is not None]
+        called = {"name": leaf or group, "type": 1, "options": opts}
         data = {"id": top["id"], "name": "flower", "type": 1, "guild_id": str(self.guild_id),
-                "options": [{"name": sub, "type": 1, "options": opts}]}
+                "options": [{"name": group, "type": 2, "options": [called]} if leaf else called]}
         return await self._interact(2, person, self.channels[channel_id or self.channel_id], data)
 
     async def click(self, person: Person, message_id: int, *, custom_id: str = "", label: str = "",

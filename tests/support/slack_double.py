@@ -40,6 +40,9 @@ class ApiCall:
     error: str = ""
 
 
+GET_METHODS = frozenset({"users.info"})  # Slack's Web API also answers these over GET, as slack-sdk sends them
+
+
 @dataclass
 class Msg:
     channel: str
@@ -90,6 +93,7 @@ class SlackDouble:
     def __init__(self, *, names: dict[str, str] | None = None, sessions_error: str = "",
                  echo_bot_messages: bool = False) -> None:
         self.names = dict(names or {})
+        self.zones: dict[str, str] = {}  # user -> the IANA zone users.info gives (default America/New_York)
         self.sessions_error = sessions_error  # non-empty: agents.sessions.setStatus fails with it
         self.echo_bot_messages = echo_bot_messages  # send the bot's own posts back as message events
         self.not_in: set[str] = set()  # channels the bot is not a member of
@@ -121,6 +125,7 @@ class SlackDouble:
     async def start(self) -> SlackDouble:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api_get)  # slack-sdk reads some methods with GET (users.info)
         app.router.add_get("/link/", self._socket)
         app.router.add_post("/respond/{n}", self._respond)
         app.router.add_get("/files-pri/{fid}/{name}", self._download)
@@ -191,6 +196,11 @@ class SlackDouble:
         return [e["text"] for e in self.ephemerals if e["user"] == user]
 
     # ---- the Web API -------------------------------------------------------------------------------
+    async def _api_get(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["method"] not in GET_METHODS:
+            return web.Response(status=405, text="POST only")
+        return await self._api(request)
+
     async def _api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
         if request.content_type == "application/json":
@@ -311,6 +321,7 @@ class SlackDouble:
         user = str(args.get("user"))
         name = self.names.get(user, f"person-{user}")
         return {"ok": True, "user": {"id": user, "name": name.lower(), "real_name": name,
+                                     "tz": self.zones.get(user, "America/New_York"),
                                      "profile": {"display_name": name, "real_name": name}}}
 
     def _m_conversations_open(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ const state = {
   status: null,             // the status message (rendered at the top, not in the thread)
   skew: 0,                  // server clock minus this browser's, in seconds (from each thread frame)
   toastSeen: new Map(),     // text -> time shown (the same words twice in a row are shown once)
+  routinesKey: "",          // the routines list as last drawn (JSON)
 };
 
 // ---- small DOM helpers -----------------------------------------------------------------------
@@ -90,9 +91,9 @@ function toast(text, kind) {
   setTimeout(() => t.remove(), 6000);
 }
 
-async function api(path, body) {
-  const init = body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+async function api(path, body, method) {
+  const init = body === undefined ? (method ? { method } : {}) : {
+    method: method || "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
   };
   let data;
   try {
@@ -583,8 +584,85 @@ async function onStart(e) {
   select(result.id);
 }
 
+// ---- routines: runs that start themselves (the HTTP API's /api/routines) --------------------------
+const ROUTINES_POLL_MS = 10000;  // the next firings and last runs change with time: the panel asks again
+
+async function loadRoutines() {
+  const data = await api("/api/routines");
+  if (Array.isArray(data.routines)) renderRoutines(data.routines);
+}
+
+function renderRoutines(list) {
+  // Drawn again only when something changed: a redraw under a person's pointer would eat their click.
+  const key = JSON.stringify(list);
+  if (key === state.routinesKey) return;
+  state.routinesKey = key;
+  $("routines-count").textContent = list.length ? `(${list.length})` : "";
+  const ul = $("routines");
+  ul.replaceChildren();
+  for (const r of list) {
+    const li = el("li", "routine" + (r.paused ? " paused" : ""));
+    li.dataset.id = r.id;
+    li.append(el("div", "routine-name", `⏰ ${r.name}`), el("div", "routine-when", r.schedule),
+              el("div", "routine-next", r.paused ? "paused" : (r.next ? `next ${r.next}` : "nothing left to fire")));
+    const last = r.last && r.last[0];
+    if (last) {
+      const a = el("a", "routine-last", `last run ${last.run_id} (${last.state})`);
+      a.href = `#run=${last.run_id}`;
+      a.addEventListener("click", (e) => { e.preventDefault(); select(last.run_id); });
+      li.append(a);
+    }
+    const row = el("div", "routine-buttons");
+    const toggle = r.paused ? ["Resume", "resume", ""] : ["Pause", "pause", ""];
+    for (const [label, verb, cls] of [toggle, ["Run now", "run", "primary"], ["Delete", "delete", "danger"]]) {
+      const b = el("button", cls, label);
+      b.type = "button";
+      b.dataset.verb = verb;
+      b.addEventListener("click", () => routineAct(r.id, verb, row));
+      row.append(b);
+    }
+    li.append(row);
+    ul.append(li);
+  }
+}
+
+async function routineAct(id, verb, row) {
+  row.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+  const result = verb === "delete" ? await api(`/api/routines/${id}`, undefined, "DELETE")
+    : await api(`/api/routines/${id}/${verb}`, {});
+  said(result);
+  await loadRoutines();
+  if (verb === "run" && result.ok && result.id) select(result.id);
+}
+
+async function onAddRoutine(e) {
+  e.preventDefault();
+  const err = $("new-routine-error");
+  err.textContent = "";
+  const body = { task: $("routine-task").value.trim(), schedule: $("routine-schedule").value.trim(),
+                 overlap: $("routine-overlap").value, catch_up: $("routine-catch-up").checked };
+  if (!body.task) { err.textContent = "Say what the routine should do."; $("routine-task").focus(); return; }
+  if (!body.schedule) { err.textContent = "Say when: every weekday at 9:00, every 2 hours, at 22:00…"; return; }
+  const name = $("routine-name").value.trim(), zone = $("routine-zone").value.trim();
+  if (name) body.name = name;
+  if (zone) body.timezone = zone;
+  $("add-routine").disabled = true;
+  const result = await api("/api/routines", body);
+  $("add-routine").disabled = false;
+  if (!result.ok) { err.textContent = result.error || "The routine was not saved."; return; }
+  toast(`Routine saved; next ${result.next}`, "ok");
+  $("routine-task").value = "";
+  $("routine-schedule").value = "";
+  $("routine-name").value = "";
+  await loadRoutines();
+}
+
 function init() {
   $("new-run").addEventListener("submit", onStart);
+  $("new-routine").addEventListener("submit", onAddRoutine);
+  try { $("routine-zone").value = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (_) { /* none */ }
+  loadRoutines();
+  setInterval(loadRoutines, ROUTINES_POLL_MS);
   $("composer").addEventListener("submit", (e) => { e.preventDefault(); onSay(false); });
   $("say").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); onSay(false); }

@@ -20,11 +20,16 @@ def test_the_manifest_is_exactly_what_the_bot_syncs() -> None:
     assert flower["name"] == "flower" and flower["contexts"] == [0]  # guilds only: runs live in threads
     subs = {o["name"]: o for o in flower["options"]}
     assert list(subs) == ["run", "stop", "end", "model", "effort", "status", "runs", "follow", "resume", "unfollow",
-                          "wake", "help"]
+                          "wake", "help", "routine"]
     assert [o["name"] for o in subs["run"]["options"]] == ["task", "timeout", "asks", "budget", "approve", "model",
                                                            "effort"]
     assert [c["value"] for c in subs["effort"]["options"][0]["choices"]] == ["low", "medium", "high", "xhigh", "max"]
     assert all(len(o["description"]) <= 100 for o in flower["options"])
+    routine = {o["name"]: o for o in subs["routine"]["options"]}  # a subcommand group (type 2)
+    assert subs["routine"]["type"] == 2 and list(routine) == ["add", "list", "pause", "resume", "delete", "run"]
+    assert [o["name"] for o in routine["add"]["options"]] == ["schedule", "task", "name", "timezone", "overlap",
+                                                              "catch_up"]
+    assert all(len(o["description"]) <= 100 for o in subs["routine"]["options"] for o in [o, *o.get("options", [])])
 
 
 def test_the_manifest_notes_name_the_intents_permissions_and_invite_the_bot_uses() -> None:

@@ -194,3 +194,22 @@ def test_every_status_label_maps_to_a_session_status() -> None:
     for state, (_icon, label) in STATES.items():
         msg = OutMessage("status", "status", "", fields=[("State", label)])
         assert state_of(msg) == state and SESSION_STATUS[state] in ("processing", "active", "closed")
+
+
+@pytest.mark.parametrize(("text", "kind", "task", "schedule", "options"), [
+    ("every weekday at 9:00 triage the issues", "routine", "triage the issues", "every weekday at 9:00", {}),
+    ("at 22:00 run the long migration test", "routine", "run the long migration test", "at 22:00", {}),
+    ("in 30 minutes check CI", "routine", "check CI", "in 30 minutes", {}),
+    ("cron 0 9 * * 1-5 triage", "routine", "triage", "0 9 * * 1-5", {}),
+    ("budget=2 every 2 hours poll", "routine", "poll", "every 2 hours", {"budget_usd": 2.0}),
+    ("every weekday at 9:00", "routine", "", "every weekday at 9:00", {}),  # the hub asks for the task
+    ("routines", "routines", "", "", {}),
+    ("every file needs a header", "start", "every file needs a header", "", {}),
+    ("0 9 * * 1-5 triage", "start", "0 9 * * 1-5 triage", "", {}),  # a bare cron is a task here: say `cron`
+])
+def test_flower_takes_a_schedule_before_the_task_as_a_routine(text: str, kind: str, task: str, schedule: str,
+                                                               options: dict[str, float]) -> None:
+    cmd = parse_flower(text)
+    assert (cmd.kind, cmd.text, cmd.options) == (kind, task, options)
+    if kind == "routine":
+        assert cmd.words == schedule
