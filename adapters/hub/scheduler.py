@@ -196,6 +196,10 @@ class Scheduler:
             return "skipped"
         if self.store.get_run(o.run_id) is not None:  # its run started before the process went away
             return self._started(routine, o, again=True)
+        if routine.paused and o.kind != "manual":  # paused while it waited: a pause means no more runs
+            self._waiting.discard(key)
+            self.store.update_occurrence(o.routine_id, o.due, state="skipped", note="the routine was paused")
+            return self._settled(routine, o, "skipped", "the routine was paused")
         previous = self.last_run(routine.routine_id, but=o.run_id)
         if previous and self.registry.is_live(previous):
             if routine.overlap == "queue":

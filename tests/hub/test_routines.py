@@ -211,6 +211,22 @@ async def test_overlap_queue_waits_for_the_run_to_end(rig: Rig) -> None:
     assert len(rig.runs()) == 2 and rig.store.pending_occurrences() == []
 
 
+async def test_an_occurrence_waiting_when_its_routine_is_paused_does_not_start(rig: Rig) -> None:
+    rid = await rig.add("every hour", overlap="queue")
+    first = at(2026, 12, 4, 23, 0)
+    await rig.at(first)
+    [run_id] = rig.runs()
+    await rig.at(first + 3600)
+    assert len(rig.store.pending_occurrences()) == 1  # it waits for the first run
+    assert (await rig.hub.submit(RoutineAction(rid, "pause"), "alice")).ok
+    rig.kit.of(run_id)[0].finish()
+    await rig.hub.live[run_id].finished.wait()
+    await rig.at(first + 3610)
+    assert rig.runs() == [run_id] and rig.store.pending_occurrences() == []
+    info = rig.hub.query.routine(rid)
+    assert info is not None and info.last[0].state == "skipped" and "paused" in info.last[0].note
+
+
 async def test_a_full_bot_starts_it_as_soon_as_there_is_room_and_says_so(rig: Rig) -> None:
     rig.hub.max_runs = 0
     await rig.add("in 1 minute")
