@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from flower_core import roles
-from flower_core.events import Event
+from flower_core.events import Event, is_partial
 from flower_core.payloads import AskPayload, StepPayload, ThreadPayload, ToolResultPayload
 
 ORACLE_OPENING = "Side question about a run in progress."
@@ -65,8 +65,10 @@ class Oracle:
         self._runtime: Any = None
 
     def observe(self, ev: Event) -> None:
-        """An on_event sink: remember the event (the oldest fall off past ``window``)."""
-        self.events.append(ev)
+        """An on_event sink: remember the event (the oldest fall off past ``window``); streamed words are
+        left out (the complete text follows them)."""
+        if not is_partial(ev):
+            self.events.append(ev)
 
     __call__ = observe
 

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from . import request as rq
 from .scenario import Conversation, Scenario, Turn, load_scenario
-from .sse import error_body, tool_use_id, turn_events
+from .sse import error_body, tool_use_id, turn_events, turn_frames
 
 MODEL_NAME = "claude-devmodel"
 
@@ -176,8 +176,11 @@ class ModelDouble:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         try:
             await resp.prepare(request)
-            for chunk in turn_events(turn, model, text, rec.reply_tool_ids):
-                await resp.write(chunk)
+            for chunk in turn_frames(turn, model, text, rec.reply_tool_ids):
+                if isinstance(chunk, bytes):
+                    await resp.write(chunk)
+                else:
+                    await asyncio.sleep(chunk)
             await resp.write_eof()
         except ConnectionResetError:
             pass  # the CLI went away mid-reply (killed, interrupted): the request is recorded, nobody reads on
