@@ -11,6 +11,14 @@ Failure policy: TransientSurfaceError is retried with backoff (honouring retry_a
 PermanentSurfaceError drops an ordinary message (reported through on_error, counted in
 stats.dropped) but an `important` one (ask cards, the summary) keeps being retried, for up to
 `important_give_up_s` (10 minutes by default), so it survives anything short of an outage.
+
+Live messages (kind "live": words being written) go to `Surface.stream` when the surface has one of
+its own, and are dropped at once when it has not. A live key still queued is replaced by its newer
+text like any key, and a stream grows at most once per `limits.stream_every_s`, so the words that
+arrive meanwhile go in one call; a text longer than `text_max` continues in a new streamed message.
+A prose message whose words this thread has shown live (`live_keys`) is not posted again; one the
+thread could not stream (the platform refused, the stream failed) is posted as before. A refusal
+(`StreamRefused`) turns streaming off for the thread, said once in the log per platform.
 """
 
 from __future__ import annotations
@@ -26,11 +34,15 @@ from typing import Protocol
 from adapters.longoutput import as_file
 from adapters.lru import LRU
 from adapters.platform import (
+    LiveText,
     OutMessage,
     PlatformLimits,
+    StreamRefused,
     Surface,
     ThreadRef,
     TransientSurfaceError,
+    as_platform,
+    provides,
 )
 from adapters.ratelimit import RateBudget
 from adapters.textsplit import neutralize_mentions, split_text
@@ -39,6 +51,7 @@ __all__ = ["MessageIds", "Outbox", "OutboxStats"]
 
 log = logging.getLogger(__name__)
 _CONTINUED = "(continued above)"
+_REFUSALS_LOGGED: set[str] = set()  # platforms whose refusal to stream was said in the log (once each)
 
 
 class MessageIds(Protocol):
@@ -55,6 +68,17 @@ class OutboxStats:
     retries: int = 0  # failed calls that were tried again
     dropped: int = 0  # logical messages lost: prose overflow, permanent errors, give-ups, put after close
     coalesced: int = 0  # messages folded into another before sending (same key, or merged prose)
+    streams: int = 0  # successful surface.stream calls (a start, a growth, a close)
+
+
+@dataclasses.dataclass
+class _Stream:
+    """One live key as this thread shows it: the streamed message now growing and what it shows."""
+
+    message_id: str | None = None
+    offset: int = 0  # where in the live text this message starts (earlier parts closed at text_max)
+    sent: int = 0  # how much of the text from offset the message shows
+    at: float = float("-inf")  # when it last grew
 
 
 class Outbox:
@@ -83,6 +107,9 @@ class Outbox:
         self._task: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
+        self._streaming = provides(surface, "stream")
+        self._streams: dict[str, _Stream] = {}  # live keys being shown
+        self._shown_live: LRU[str, bool] = LRU(max_known)  # live keys shown whole, as written (or not: False)
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -138,7 +165,14 @@ class Outbox:
                     raise
         self._idle.set()
 
+    @property
+    def streaming(self) -> bool:
+        """Whether this thread shows words as they are written (its surface streams and has not refused)."""
+        return self._streaming
+
     def _enqueue(self, msg: OutMessage) -> None:
+        if msg.kind == "live" and (not self._streaming or self._shown_live.get(msg.key) is False):
+            return  # this thread shows the words once complete (the prose), or gave up streaming this text
         if self._closed:
             self.stats.dropped += 1
             self._report(msg, RuntimeError("outbox is closed"))
@@ -177,12 +211,15 @@ class Outbox:
             self._idle.clear()
             head = self._pending[0]
             try:
-                wait = self._budget.bucket("update" if self._is_edit(head) else "post").wait_time()
+                wait = self._wait_for(head)
                 if wait > 0:
                     await self._sleeper(wait)  # more messages may coalesce meanwhile
                     continue
-                msg = head = self._take()
-                await self._deliver(msg)
+                taken = self._take()
+                if taken is None:
+                    continue
+                msg = head = taken
+                await (self._stream(msg) if msg.kind == "live" else self._deliver(msg))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a bug in a surface, the store or here: keep the thread moving
@@ -210,16 +247,34 @@ class Outbox:
         return ids
 
     def _is_edit(self, msg: OutMessage) -> bool:
+        if msg.kind == "live":
+            return msg.key in self._streams
         return msg.replace and self._known(msg.key) is not None
 
-    def _take(self) -> OutMessage:
+    def _wait_for(self, head: OutMessage) -> float:
+        wait = self._budget.bucket("update" if self._is_edit(head) else "post").wait_time()
+        stream = self._streams.get(head.key) if head.kind == "live" and head.live == "open" else None
+        if stream is not None:  # a growing message: at most once per stream_every_s (its close goes at once)
+            wait = max(wait, stream.at + self.limits.stream_every_s - self._clock())
+        return wait
+
+    def _shown_as_written(self, msg: OutMessage) -> bool:
+        """Prose whose every part this thread showed live, whole: it is on the thread already."""
+        return msg.kind == "prose" and bool(msg.live_keys) and all(self._shown_live.get(k) for k in msg.live_keys)
+
+    def _take(self) -> OutMessage | None:
         msg = self._pending.pop(0)
+        if self._shown_as_written(msg):
+            self.stats.coalesced += 1
+            return None
         if msg.kind != "prose" or msg.title or msg.fields or msg.buttons or self._is_edit(msg):
             return msg
         text = neutralize_mentions(msg.text)
         while self._pending:
             nxt = self._pending[0]
             if nxt.kind != "prose" or nxt.title or nxt.fields or nxt.buttons or self._is_edit(nxt):
+                break
+            if self._shown_as_written(nxt):
                 break
             more = neutralize_mentions(nxt.text)
             if len(text) + 2 + len(more) > self.limits.text_max:
@@ -267,6 +322,83 @@ class Outbox:
                 self._on_sent(msg, ids[0])
             except Exception as exc:
                 self._report(msg, exc)
+
+    # ---- live messages ----
+    async def _stream(self, msg: OutMessage) -> None:
+        """Show the live message's newest text: start, grow or close its streamed message(s)."""
+        st = self._streams.setdefault(msg.key, _Stream())
+        done = msg.live != "open"
+        text = neutralize_mentions(msg.text)
+        while len(text) - st.offset > self.limits.text_max:  # this message is full: close it, go on in a new one
+            cut = st.offset + _cut_at(text[st.offset:], self.limits.text_max)
+            if not await self._stream_call(msg, st, text[st.offset:cut], done=True):
+                return
+            st.message_id, st.offset, st.sent = None, cut, 0
+        piece = text[st.offset:]
+        if st.message_id is not None and not done and len(piece) <= st.sent:
+            return  # nothing new
+        note = "stopped before the end" if msg.live == "cut" else ""
+        if await self._stream_call(msg, st, piece, done=done, note=note) and done:
+            self._streams.pop(msg.key, None)
+            self._shown_live.put(msg.key, msg.live == "done")
+
+    async def _stream_call(self, msg: OutMessage, st: _Stream, piece: str, *, done: bool, note: str = "") -> bool:
+        """One stream call, paced and retried; False when this text is given up (the prose shows it)."""
+        start, key = st.message_id is None, msg.key
+        if not piece.strip() and start:
+            return True  # nothing to show yet
+        live = LiveText(key, piece, piece[st.sent:] if not start else piece, done=done, note=note, owner=msg.owner)
+        started = self._clock()
+        attempt = 0
+        while True:
+            bucket = self._budget.bucket("post" if start else "update")
+            while (wait := bucket.wait_time()) > 0:
+                await self._sleeper(wait)
+            bucket.take()
+            try:
+                st.message_id = await as_platform(self.surface).stream(self.thread, st.message_id, live)
+                st.sent, st.at = len(piece), self._clock()
+                self.stats.streams += 1
+                return True
+            except asyncio.CancelledError:
+                raise
+            except StreamRefused as exc:
+                self._refused(exc)
+                return False
+            except TransientSurfaceError as exc:
+                delay = exc.retry_after if exc.retry_after is not None else min(self._backoff_max_s, 2.0 ** attempt)
+                bucket.block_for(delay)
+                attempt += 1
+                if self._clock() - started + delay <= self._give_up_s:
+                    self.stats.retries += 1
+                    await self._sleeper(delay)
+                    continue
+                error: BaseException = exc
+            except Exception as exc:  # PermanentSurfaceError (the message went away), or a surface bug
+                error = exc
+            log.warning("outbox %s: streaming %s given up (%r); its words follow as a message", self.thread, key,
+                        error)
+            self._give_up(key)
+            return False
+
+    def _give_up(self, key: str) -> None:
+        self._streams.pop(key, None)
+        self._shown_live.put(key, False)
+        self._pending = [m for m in self._pending if not (m.kind == "live" and m.key == key)]
+
+    def _refused(self, exc: BaseException) -> None:
+        """The platform will not stream here: this thread shows words as complete messages from now on."""
+        self._streaming = False
+        if self.surface.name not in _REFUSALS_LOGGED:
+            _REFUSALS_LOGGED.add(self.surface.name)
+            log.warning("%s refused to stream a message (%s): its threads show the agent's words once each "
+                        "message is complete", self.surface.name, exc)
+        for key in list(self._streams):
+            self._give_up(key)
+        for m in self._pending:
+            if m.kind == "live":
+                self._shown_live.put(m.key, False)
+        self._pending = [m for m in self._pending if m.kind != "live"]
 
     def _remember(self, key: str, ids: list[str]) -> None:
         self._ids.put(key, ids)
@@ -336,3 +468,12 @@ class Outbox:
             except Exception:
                 log.exception("outbox on_error callback failed")
 
+
+def _cut_at(text: str, limit: int) -> int:
+    """Where to end a full streamed message: after the last line break or space in its second half."""
+    head = text[:limit]
+    for sep in ("\n", " "):
+        at = head.rfind(sep)
+        if at >= limit // 2:
+            return at + 1
+    return limit

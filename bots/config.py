@@ -19,6 +19,7 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     max_upload_mb = 20           # one file people attach to a run (saved in its workspace's inbox/)
     max_run_upload_mb = 200      # everything attached to one run
     language = "en"              # FLOWER_LANG: what the agent is told in ("zh": the original flower's Chinese)
+    stream = true                # FLOWER_STREAM=1: the agent's words stream into threads as written (off by default)
 
     [surfaces]                   # which front ends `flower-bot` runs when none is named
     web = true
@@ -53,7 +54,7 @@ LOG_FORMATS = ("text", "json")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "max_parked",
              "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start", "max_upload_mb",
              "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "approval_timeout_s",
-             "unattended_approvals", "language"}
+             "unattended_approvals", "language", "stream"}
 _CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd", "max_upload_mb",
                  "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools"}
 
@@ -98,6 +99,7 @@ class BotConfig:
     max_upload_mb: float = 20.0
     max_run_upload_mb: float = 200.0
     language: str = "en"  # flower_core.lang: what the model reads from the bridge and the framework
+    stream: bool = False  # the model's words as they are written (Runtime(partial_text=True)) to every thread
     web_host: str = "127.0.0.1"
     web_port: int = 8470
     config_path: Path | None = None
@@ -147,6 +149,7 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         max_upload_mb=_pick(None, bot, "max_upload_mb", float, 20.0, low=0.0),
         max_run_upload_mb=_pick(None, bot, "max_run_upload_mb", float, 200.0, low=0.0),
         language=language(_flag(args, "lang"), env, _typed(bot, "language", str, None)),
+        stream=env.get("FLOWER_STREAM", "") in ("1", "true", "yes") or _typed(bot, "stream", bool, False),
         web_host=args.host or env.get("FLOWER_WEB_HOST") or "127.0.0.1",
         web_port=_port(args.port if args.port is not None else env.get("FLOWER_WEB_PORT", 8470)),
         config_path=Path(args.config).resolve() if args.config else None,

@@ -27,7 +27,15 @@ from adapters.discord_bridge.errors import surface_errors
 from adapters.discord_bridge.files import file_for
 from adapters.discord_bridge.render import NO_MENTIONS, render
 from adapters.discord_bridge.reply import current_reply
-from adapters.platform import DISCORD, OutMessage, PermanentSurfaceError, PlatformLimits, PlatformSurface, ThreadRef
+from adapters.platform import (
+    DISCORD,
+    LiveText,
+    OutMessage,
+    PermanentSurfaceError,
+    PlatformLimits,
+    PlatformSurface,
+    ThreadRef,
+)
 
 __all__ = ["DELIVERED", "QUEUED", "REACTION_PREFIX", "DiscordSurface"]
 
@@ -35,6 +43,7 @@ log = logging.getLogger(__name__)
 
 REACTION_PREFIX = "react:"
 QUEUED, DELIVERED = "📨", "📬"
+CURSOR = " ▍"  # ends a message still being written
 
 
 class DiscordSurface(PlatformSurface):
@@ -76,6 +85,22 @@ class DiscordSurface(PlatformSurface):
             if not message_id.isdigit():
                 raise PermanentSurfaceError(f"not a Discord message id: {message_id!r}")
             await self._channel(where).get_partial_message(int(message_id)).edit(**rendered.edit_kwargs())
+
+    async def stream(self, thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
+        """A message being written: posted, then edited as it grows (the outbox paces the edits within the
+        channel's limits and coalesces the words between them); the last edit is the complete text."""
+        text = live.text
+        if live.done and live.note:
+            text = f"{text}\n\n*{live.note}*"
+        elif not live.done:
+            text += CURSOR
+        if len(text) > self.limits.text_max:
+            text = text[: self.limits.text_max - 1] + "…" if not live.done else live.text[: self.limits.text_max]
+        msg = OutMessage(live.key, "live", text, live="done" if live.done else "open")
+        if message_id is None:
+            return await self.post(thread, msg)
+        await self.update(thread, message_id, msg)
+        return message_id
 
     async def notify(self, thread: ThreadRef, user: str, text: str) -> None:
         reply = current_reply()

@@ -14,7 +14,13 @@ A new platform writes a `PlatformSurface` subclass, its limits, and a test that 
 """
 
 from adapters.platform.contract import OPTIONAL_MEMBERS, PlatformSurface, Surface, as_platform, provides
-from adapters.platform.errors import PermanentSurfaceError, StartRefused, SurfaceError, TransientSurfaceError
+from adapters.platform.errors import (
+    PermanentSurfaceError,
+    StartRefused,
+    StreamRefused,
+    SurfaceError,
+    TransientSurfaceError,
+)
 from adapters.platform.limits import (
     DISCORD,
     ID_MAX,
@@ -29,10 +35,12 @@ from adapters.platform.limits import (
 from adapters.platform.messages import (
     BUTTON_STYLES,
     KINDS,
+    LIVE_STATES,
     RECEIPT_STATES,
     TONES,
     Button,
     FileRef,
+    LiveText,
     OutMessage,
     ThreadRef,
 )
@@ -42,6 +50,7 @@ __all__ = [
     "DISCORD",
     "ID_MAX",
     "KINDS",
+    "LIVE_STATES",
     "MEMORY",
     "OPTIONAL_MEMBERS",
     "RECEIPT_STATES",
@@ -51,12 +60,14 @@ __all__ = [
     "Button",
     "DiscordLimits",
     "FileRef",
+    "LiveText",
     "OutMessage",
     "PermanentSurfaceError",
     "PlatformLimits",
     "PlatformSurface",
     "SlackLimits",
     "StartRefused",
+    "StreamRefused",
     "Surface",
     "SurfaceError",
     "ThreadRef",

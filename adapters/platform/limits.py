@@ -39,6 +39,9 @@ class PlatformLimits:
     # Agent prose longer than this many messages goes as one file with a preview (adapters/longoutput.py);
     # 0: never (the platform does not upload files, or shows long text well).
     file_after_parts: int = 0
+    # Ours: a message being streamed (Surface.stream) grows at most once per this many seconds; the words
+    # that arrive meanwhile are sent together. Its calls also spend the edit bucket (the start: a post).
+    stream_every_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -107,11 +110,11 @@ DISCORD = DiscordLimits(text_max=2000, post_per_s=1.0, post_burst=5, update_per_
 # We are the platform: no rate limit worth the name, and long texts are fine in a browser. The
 # outbox still paces bursts (coalescing status edits), which keeps the page calm.
 WEB = WebLimits(text_max=20_000, post_per_s=50.0, post_burst=100, update_per_min=6000.0, update_burst=100,
-                buttons_max=25, button_label_max=80, title_max=300, fields_max=25)
+                buttons_max=25, button_label_max=80, title_max=300, fields_max=25, stream_every_s=0.1)
 
 # In-memory double for tests and the terminal: generous, never the bottleneck.
 MEMORY = PlatformLimits(text_max=4000, post_per_s=1000.0, post_burst=1000, update_per_min=60000.0,
-                        update_burst=1000)
+                        update_burst=1000, stream_every_s=0.0)
 
 # One id codec serves every platform, so an id must fit the strictest (Discord's custom_id).
 ID_MAX = min(limits.id_max for limits in (SLACK, DISCORD, WEB))

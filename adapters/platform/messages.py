@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["BUTTON_STYLES", "KINDS", "TONES", "Button", "FileRef", "OutMessage", "ThreadRef"]
+__all__ = ["BUTTON_STYLES", "KINDS", "LIVE_STATES", "TONES", "Button", "FileRef", "LiveText", "OutMessage",
+           "ThreadRef"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,12 @@ class Button:
 
 # status: the run's card, edited in place; prose: main-thread speech; ask: a question card;
 # receipt: inbox mail acknowledgement; notice: handoff/retry/error/reset lines; oracle: a side answer;
-# summary: the final card.
-KINDS = frozenset({"status", "prose", "ask", "receipt", "notice", "oracle", "summary"})
+# summary: the final card; live: main-thread speech while it is written (only threads whose surface
+# streams show it: see `LiveText`).
+KINDS = frozenset({"status", "prose", "ask", "receipt", "notice", "oracle", "summary", "live"})
+# A live message's state: open (words still coming), done (the complete text), cut (it ended unfinished:
+# an interrupt, a restart; the text is what was written and `LiveText.note` says why).
+LIVE_STATES = frozenset({"", "open", "done", "cut"})
 # How a message should look where a platform can colour it (Discord embed colour, a Slack mark, a CSS
 # class): "" neutral, "warning" (e.g. a run past 80% of its cost cap), "danger" (at it); how a run ended
 # adds "success", "muted" and "info" (adapters/view/endings.py).
@@ -112,6 +117,13 @@ class OutMessage:
     state: str = ""
     # A file posted with the message (`share`); the text stays complete without it.
     attachment: FileRef | None = None
+    # kind "live": one of LIVE_STATES. The text is everything written so far.
+    live: str = ""
+    # kind "prose": the live messages whose complete words this prose holds. A thread that showed every
+    # one of them as it was written does not post the prose again.
+    live_keys: tuple[str, ...] = ()
+    # kind "live": whom the words answer, the run's owner as "platform:user" (Slack streams to a recipient).
+    owner: str = ""
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -122,3 +134,24 @@ class OutMessage:
             raise ValueError(f"OutMessage tone must be one of {sorted(TONES)}, got {self.tone!r}")
         if self.state not in RECEIPT_STATES:
             raise ValueError(f"OutMessage state must be one of {sorted(RECEIPT_STATES)}, got {self.state!r}")
+        if self.live not in LIVE_STATES or (self.kind == "live") != bool(self.live):
+            raise ValueError(f"OutMessage live must be one of {sorted(LIVE_STATES - {''})} exactly when kind is "
+                             f"'live', got kind {self.kind!r} live {self.live!r}")
+
+
+@dataclass(frozen=True)
+class LiveText:
+    """What `Surface.stream` is given: one message being written, as the outbox paces it.
+
+    `text` is the message's whole text so far and `new` what it gained since the surface's last call for
+    this message (a platform that appends sends `new`; one that edits shows `text`). `done` closes the
+    message: `text` is then its complete, final text (`note`, when set, is a short line to end it with: why
+    it stopped early). `owner` is whom the words answer: the run's owner as "platform:user".
+    """
+
+    key: str
+    text: str
+    new: str
+    done: bool = False
+    note: str = ""
+    owner: str = ""

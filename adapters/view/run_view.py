@@ -29,7 +29,7 @@ from adapters.view.prose import ProseBuffer
 from adapters.view.receipts import Receipts
 from adapters.view.status import StatusCard
 from adapters.view.summary import RunOutcome
-from flower_core import Event
+from flower_core import Event, is_partial
 from flower_core.payloads import (
     AskPayload,
     BudgetPayload,
@@ -44,6 +44,10 @@ from flower_core.payloads import (
 )
 
 ASK_TOOL = "mcp__human__ask"
+# What ends the model's turn, or comes after its text: a live message still open then was cut short. (An ask
+# or a mail comes from a person, any time; they leave it open.)
+_ENDS_LIVE = frozenset({"thinking", "tool_call", "tool_result", "prompt", "result", "error", "reset", "step",
+                        "retry", "handoff"})
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,10 @@ class RunView:
     never raises (a bug here must not reach the run: it is counted in `errors`)."""
 
     def __init__(self, run_id: str, task: str, *, clock: Callable[[], float] = time.monotonic,
-                 config: ViewConfig | None = None, epoch: str = "0", started_at: float | None = None) -> None:
+                 config: ViewConfig | None = None, epoch: str = "0", started_at: float | None = None,
+                 owner: str = "") -> None:
         self.run_id, self.epoch = run_id, epoch
+        self.owner = owner  # "platform:user": whom the agent's words answer (live messages carry it)
         self.cfg = config or ViewConfig()
         self._clock = clock
         now = clock()
@@ -83,6 +89,8 @@ class RunView:
         self._receipts = Receipts(epoch, self.cfg.who)
         self._trouble: dict[str, Any] | None = None
         self._handoff_key: str | None = None
+        self._live_n = 0  # live messages so far (their own count: prose keys stay as without streaming)
+        self._live: tuple[str, str] | None = None  # (key, words so far) of the main-thread text being written
 
     # ---- events -------------------------------------------------------------------------------
     def on_event(self, ev: Event) -> list[OutMessage]:
@@ -100,10 +108,16 @@ class RunView:
         said = ThreadPayload.of(ev)
         sub = said.subagent
         milestone = self._context(said.context, sub)
+        if is_partial(ev):  # words being written: a live message, shown by threads that stream
+            if not sub and ev.text:
+                self._grow_live(ev.text, out)
+            return out
+        if not sub and kind in _ENDS_LIVE:
+            self._cut_live(out)
         if kind == "text":
             if not sub and ev.text.strip():
                 milestone |= self._progress()
-                self._add_prose(ev.text, now, out)
+                self._add_prose(ev.text, now, out, self._close_live(ev.text, out))
         elif kind == "tool_call":
             milestone |= self._progress(sub)
             if ev.tool != ASK_TOOL:
@@ -225,6 +239,7 @@ class RunView:
         """The run ended: flush prose, close open cards, final status, summary."""
         out: list[OutMessage] = []
         try:
+            self._cut_live(out)
             self._flush_prose(out)
             if outcome.state != "died":  # a run that died with the bot keeps its questions open for a wake
                 for card in list(self._cards.values()):
@@ -271,10 +286,36 @@ class RunView:
             return True
         return False
 
-    def _add_prose(self, text: str, now: float, out: list[OutMessage]) -> None:
-        earlier = self._prose.add(text, now, lambda: self._key("prose"))
+    def _add_prose(self, text: str, now: float, out: list[OutMessage], live: str = "") -> None:
+        earlier = self._prose.add(text, now, lambda: self._key("prose"), live)
         if earlier is not None:
             out.append(earlier)
+
+    # A live message: every delta gives its whole text so far (the outbox keeps only the newest of a key
+    # still queued, and paces the rest); the complete text closes it, and its prose names it (live_keys).
+    def _grow_live(self, words: str, out: list[OutMessage]) -> None:
+        if self._live is None:
+            self._live_n += 1
+            self._live = (f"live:{self.epoch}:{self._live_n}", "")
+        key, text = self._live[0], self._live[1] + words
+        self._live = (key, text)
+        out.append(OutMessage(key, "live", text, live="open", owner=self.owner))
+
+    def _close_live(self, text: str, out: list[OutMessage]) -> str:
+        """The complete text of the live message (its key), or "" when none was being written."""
+        if self._live is None:
+            return ""
+        key, self._live = self._live[0], None
+        out.append(OutMessage(key, "live", text, live="done", owner=self.owner))
+        return key
+
+    def _cut_live(self, out: list[OutMessage]) -> None:
+        """The turn ended before its text did (an interrupt, a stop): close what was written as it is."""
+        if self._live is not None:
+            key, text = self._live
+            self._live = None
+            if text.strip():
+                out.append(OutMessage(key, "live", text, live="cut", owner=self.owner))
 
     def _flush_prose(self, out: list[OutMessage]) -> None:
         if self._prose:

@@ -50,7 +50,7 @@ def message_json(msg: OutMessage) -> dict[str, Any]:
             "fields": [[k, v] for k, v in msg.fields],
             "buttons": [{"label": b.label, "action_id": b.action_id, "style": b.style} for b in msg.buttons],
             "important": msg.important, "origin": msg.origin, "tone": getattr(msg, "tone", ""),
-            "file": file_json(msg)}
+            "file": file_json(msg), **({"live": msg.live} if msg.live else {})}
 
 
 def stamped(body: dict[str, Any], now: float | None = None) -> dict[str, Any]:

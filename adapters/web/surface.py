@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adapters.platform import WEB, OutMessage, PermanentSurfaceError, PlatformSurface, ThreadRef
+from adapters.platform import WEB, LiveText, OutMessage, PermanentSurfaceError, PlatformSurface, ThreadRef
 from adapters.web.render import message_json, stamped
 
 __all__ = ["WEB", "Watcher", "WebSurface"]
@@ -133,6 +133,16 @@ class WebSurface(PlatformSurface):
         if cur.rowcount != 1:
             raise PermanentSurfaceError(f"message {message_id} not found in {thread}")
         self._changed(thread, body)
+
+    async def stream(self, thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
+        """A message being written: stored and shown like any message (kind "live", `live` open, then done),
+        so a page sees its words grow over the WebSocket it already has, and one opened later sees them too."""
+        text = f"{live.text}\n\n_{live.note}_" if live.done and live.note else live.text
+        msg = OutMessage(live.key, "live", text, live="done" if live.done else "open")
+        if message_id is None:
+            return await self.post(thread, msg)
+        await self.update(thread, message_id, msg)
+        return message_id
 
     async def notify(self, thread: ThreadRef, user: str, text: str) -> None:
         for w in self._watchers:

@@ -264,7 +264,8 @@ function place(m, node) {
 }
 
 function renderMessage(m) {
-  const li = el("li", `msg ${m.kind}` + (m.tone ? ` tone-${m.tone}` : ""));
+  // A "live" message is the agent's words as they are written (open), then its complete text (done).
+  const li = el("li", `msg ${m.kind}` + (m.tone ? ` tone-${m.tone}` : "") + (m.live ? ` live-${m.live}` : ""));
   li.dataset.key = m.key;
   li.dataset.pos = String(m.pos);
   li.dataset.id = m.id;

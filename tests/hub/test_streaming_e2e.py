@@ -1,0 +1,74 @@
+"""Streaming through the hub: the real SDK + CLI against a model double that writes slowly."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from adapters.memory_surface import MemorySurface
+from adapters.state import MemoryStateStore
+from tests.conftest import scenario_of
+from tests.support.drive import drive
+from tests.support.hub_support import FAST, THREAD, Watch, make_hub
+
+WORDS = " ".join(f"word{i}" for i in range(60)) + "."
+
+
+def scenario() -> Any:
+    return scenario_of({"name": "main", "turn": [
+        {"say": "Reading.", "call": [{"tool": "Read", "input": {"file_path": "notes.md"}}]},
+        {"say": WORDS, "stream": {"words": 2, "pause_s": 0.05}},
+    ]})
+
+
+async def test_a_reply_is_seen_while_written_and_ends_as_the_complete_text(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario())
+    surface, store = MemorySurface(), MemoryStateStore()
+    watch = Watch(surface)
+    hub = make_hub(tmp_path, md, cli_home, surface, store,
+                   runtime_options={"resilience": FAST, "partial_text": True})
+    try:
+        started = await drive(hub).start("read the notes", THREAD, "alice")
+        assert started.ok
+        t0 = time.monotonic()
+
+        def growing(s: MemorySurface) -> Any:
+            return next((m for m in s.thread(THREAD, "live") if m.live == "open" and "word" in m.text), None)
+
+        first = await watch.until(growing)
+        assert first.text != WORDS and WORDS.startswith(first.text)  # seen before the model finished it
+        seen_at = time.monotonic() - t0
+
+        def closed(s: MemorySurface) -> Any:
+            return next((m for m in s.thread(THREAD, "live") if m.live == "done" and "word" in m.text), None)
+
+        done = await watch.until(closed)
+        assert done.text == WORDS  # ends identical to the complete text
+        await watch.until(lambda s: any(m.kind == "summary" for m in s.thread(THREAD)))
+        # Shown as written: no prose posts those words again; the live messages are the agent's words.
+        assert not [m for m in surface.thread(THREAD, "prose") if "word1" in m.text]
+        assert [m.text for m in surface.thread(THREAD, "live")] == ["Reading.", WORDS]
+        streams = [c for c in surface.calls if c.op == "stream" and c.msg is not None and "word" in c.msg.text]
+        assert 3 <= len(streams) < 61  # grew several times, far fewer calls than deltas
+        assert seen_at < 30
+    finally:
+        await hub.close()
+
+
+async def test_a_thread_that_does_not_stream_gets_the_prose_of_today(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario())
+    surface, store = MemorySurface(streams=False), MemoryStateStore()
+    watch = Watch(surface)
+    hub = make_hub(tmp_path, md, cli_home, surface, store,
+                   runtime_options={"resilience": FAST, "partial_text": True})
+    try:
+        assert (await drive(hub).start("read the notes", THREAD, "alice")).ok
+        await watch.until(lambda s: any(m.kind == "summary" for m in s.thread(THREAD)))
+        assert not surface.thread(THREAD, "live") and surface.stream_calls == 0
+        prose = "\n\n".join(m.text for m in surface.thread(THREAD, "prose"))
+        assert "Reading." in prose and WORDS in prose
+    finally:
+        await hub.close()
