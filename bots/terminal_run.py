@@ -104,7 +104,8 @@ async def drive_workflow(wf: Any, *, workspace: Path, run_dir: Path, window: int
     workbench = getattr(wf, "workbench", None)
     runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": workbench,
                                       "handoff": handoff, "env": env, "resilience": bridge_resilience(),
-                                      "trim": trim}
+                                      "trim": trim,  # FLOWER_STREAM=1: the agent's words print as they are written
+                                      "partial_text": os.environ.get("FLOWER_STREAM", "") in ("1", "true", "yes")}
     if window:
         runtime_kwargs["window"] = window
     rt = Runtime(**runtime_kwargs)
