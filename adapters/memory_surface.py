@@ -117,7 +117,7 @@ class MemorySurface(PlatformSurface):
         self._maybe_fail()
         state = "done" if live.done else "open"
         text = f"{live.text}\n\n_{live.note}_" if live.done and live.note else live.text
-        msg = OutMessage(live.key, "live", text, live=state)
+        msg = OutMessage(live.key, "live", text, live=state, tasks=live.tasks, plan=live.plan, title=live.title)
         if message_id is None:
             message_id = f"m{next(self._ids)}"
             if self.keep:

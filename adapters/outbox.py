@@ -39,6 +39,7 @@ from adapters.platform import (
     PlatformLimits,
     StreamRefused,
     Surface,
+    Task,
     ThreadRef,
     TransientSurfaceError,
     as_platform,
@@ -78,6 +79,7 @@ class _Stream:
     message_id: str | None = None
     offset: int = 0  # where in the live text this message starts (earlier parts closed at text_max)
     sent: int = 0  # how much of the text from offset the message shows
+    tasks: tuple[Task, ...] = ()  # the tasks it shows
     at: float = float("-inf")  # when it last grew
 
 
@@ -253,7 +255,8 @@ class Outbox:
 
     def _wait_for(self, head: OutMessage) -> float:
         wait = self._budget.bucket("update" if self._is_edit(head) else "post").wait_time()
-        stream = self._streams.get(head.key) if head.kind == "live" and head.live == "open" else None
+        growing = head.kind == "live" and head.live in ("open", "said")
+        stream = self._streams.get(head.key) if growing else None
         if stream is not None:  # a growing message: at most once per stream_every_s (its close goes at once)
             wait = max(wait, stream.at + self.limits.stream_every_s - self._clock())
         return wait
@@ -327,27 +330,33 @@ class Outbox:
     async def _stream(self, msg: OutMessage) -> None:
         """Show the live message's newest text: start, grow or close its streamed message(s)."""
         st = self._streams.setdefault(msg.key, _Stream())
-        done = msg.live != "open"
+        done = msg.live in ("done", "cut")
         text = neutralize_mentions(msg.text)
         while len(text) - st.offset > self.limits.text_max:  # this message is full: close it, go on in a new one
             cut = st.offset + _cut_at(text[st.offset:], self.limits.text_max)
-            if not await self._stream_call(msg, st, text[st.offset:cut], done=True):
+            if not await self._stream_call(msg, st, text[st.offset:cut], done=True, tasks=()):
                 return
-            st.message_id, st.offset, st.sent = None, cut, 0
+            st.message_id, st.offset, st.sent, st.tasks = None, cut, 0, ()
         piece = text[st.offset:]
-        if st.message_id is not None and not done and len(piece) <= st.sent:
-            return  # nothing new
+        unchanged = st.message_id is not None and not done and len(piece) <= st.sent and msg.tasks == st.tasks
         note = "stopped before the end" if msg.live == "cut" else ""
-        if await self._stream_call(msg, st, piece, done=done, note=note) and done:
+        if not unchanged and not await self._stream_call(msg, st, piece, done=done, note=note, tasks=msg.tasks):
+            return
+        if msg.live in ("said", "done"):
+            self._shown_live.put(msg.key, True)  # its words are on the thread, whole
+        if done:
             self._streams.pop(msg.key, None)
-            self._shown_live.put(msg.key, msg.live == "done")
+            if msg.live == "cut":
+                self._shown_live.put(msg.key, False)
 
-    async def _stream_call(self, msg: OutMessage, st: _Stream, piece: str, *, done: bool, note: str = "") -> bool:
+    async def _stream_call(self, msg: OutMessage, st: _Stream, piece: str, *, done: bool, note: str = "",
+                           tasks: tuple[Task, ...]) -> bool:
         """One stream call, paced and retried; False when this text is given up (the prose shows it)."""
         start, key = st.message_id is None, msg.key
-        if not piece.strip() and start:
+        if not piece.strip() and not tasks and start:
             return True  # nothing to show yet
-        live = LiveText(key, piece, piece[st.sent:] if not start else piece, done=done, note=note, owner=msg.owner)
+        live = LiveText(key, piece, piece[st.sent:] if not start else piece, done=done, note=note, owner=msg.owner,
+                        tasks=tasks, plan=msg.plan, title=msg.title)
         started = self._clock()
         attempt = 0
         while True:
@@ -357,7 +366,7 @@ class Outbox:
             bucket.take()
             try:
                 st.message_id = await as_platform(self.surface).stream(self.thread, st.message_id, live)
-                st.sent, st.at = len(piece), self._clock()
+                st.sent, st.tasks, st.at = len(piece), tasks, self._clock()
                 self.stats.streams += 1
                 return True
             except asyncio.CancelledError:

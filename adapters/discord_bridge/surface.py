@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 REACTION_PREFIX = "react:"
 QUEUED, DELIVERED = "📨", "📬"
 CURSOR = " ▍"  # ends a message still being written
+TASK_MARKS = {"pending": "☐", "in_progress": "◐", "complete": "☑", "error": "✖"}  # a plan's checklist, tool calls
 
 
 class DiscordSurface(PlatformSurface):
@@ -92,11 +93,17 @@ class DiscordSurface(PlatformSurface):
         text = live.text
         if live.done and live.note:
             text = f"{text}\n\n*{live.note}*"
-        elif not live.done:
+        elif not live.done and not live.plan:
             text += CURSOR
+        lines = [f"{TASK_MARKS.get(t.status, '•')} {t.title}" + (f" — {t.output}" if t.output else "")
+                 for t in live.tasks]
+        if lines:  # the plan as a checklist; a turn's tool calls under its words (when they fit: words first)
+            head = [f"**{live.title or 'Plan'}**"] if live.plan else []
+            with_tasks = "\n".join([*head, *lines]) if live.plan else f"{text}\n" + "\n".join(f"-# {x}" for x in lines)
+            text = with_tasks if live.plan or len(with_tasks) <= self.limits.text_max else text
         if len(text) > self.limits.text_max:
-            text = text[: self.limits.text_max - 1] + "…" if not live.done else live.text[: self.limits.text_max]
-        msg = OutMessage(live.key, "live", text, live="done" if live.done else "open")
+            text = text[: self.limits.text_max - 1] + "…"
+        msg = OutMessage(live.key, "live", text.strip() or "…", live="done" if live.done else "open")
         if message_id is None:
             return await self.post(thread, msg)
         await self.update(thread, message_id, msg)

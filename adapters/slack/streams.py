@@ -10,7 +10,11 @@ argument                   what we send
 ``thread_ts``              the run's thread (a streamed message always replies); a thread-less place refuses
 ``recipient_user_id``      the run's owner, when the owner is a Slack user and the channel is not a DM
 ``recipient_team_id``      the workspace's team (auth.test), with the user
-``chunks``                 ``markdown_text`` chunks (the helper's), ≤ the outbox's text_max (3,000) a call
+``chunks``                 ``markdown_text`` chunks (the helper's), ≤ the outbox's text_max (3,000) a call;
+                           a ``task_update`` for each task that changed since the last call (a tool call:
+                           ``in_progress`` → ``complete`` / ``error`` with a short ``output``); a plan's
+                           ``plan_update`` (its title) once
+``task_display_mode``      ``plan`` for the agent's plan (its items shown together), else Slack's default
 =========================  ===============================================================================
 
 A stream Slack will not start (`REFUSED`: an older workspace, an app not set up for it, a DM-only method)
@@ -27,10 +31,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from slack_sdk.models.messages.chunk import Chunk, PlanUpdateChunk, TaskUpdateChunk
 from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.platform import LiveText, PermanentSurfaceError, StreamRefused, SurfaceError, ThreadRef
+from adapters.platform import LiveText, PermanentSurfaceError, StreamRefused, SurfaceError, Task, ThreadRef
 from adapters.slack.errors import is_code
 
 __all__ = ["REFUSED", "SlackStreams"]
@@ -44,6 +49,7 @@ REFUSED = ("unknown_method", "method_not_supported_for_channel_type", "not_allow
 class _Open:
     stream: AsyncChatStream
     held: str = ""  # words the helper buffered when its call failed (it sends them with the next call)
+    tasks: dict[str, Task] | None = None  # the tasks as Slack shows them (None: no call went through yet)
 
 
 Call = Callable[[str, Awaitable[Any]], Awaitable[Any]]
@@ -66,23 +72,25 @@ class SlackStreams:
             return await self._close_orphan(thread, message_id, live)
         if got is None:
             to = await self._recipient(thread, live.owner)
+            mode = {"task_display_mode": "plan"} if live.plan else {}
             got = self._open[slot] = _Open(await self.client.chat_stream(
-                channel=thread.channel, thread_ts=thread.thread, buffer_size=1, **to))
+                channel=thread.channel, thread_ts=thread.thread, buffer_size=1, **to, **mode))
         words = _after(live.new, got.held)
+        chunks = _changed(live, got.tasks)
         method = "chat.stopStream" if live.done else "chat.appendStream"
         try:
             if live.done:
                 tail = f"{words}\n\n_{live.note}_" if live.note else words
-                await self._call(method, got.stream.stop(markdown_text=tail or None))
+                await self._call(method, got.stream.stop(markdown_text=tail or None, chunks=chunks or None))
             else:
-                await self._call(method, got.stream.append(markdown_text=words or None, chunks=[]))
+                await self._call(method, got.stream.append(markdown_text=words or None, chunks=chunks))
         except SurfaceError as exc:
             if got.stream.ts is None and _refused(exc):
                 self._open.pop(slot, None)
                 raise StreamRefused(str(exc)) from exc
             got.held += words  # the helper holds them now: the retry must not add them again
             raise
-        got.held = ""
+        got.held, got.tasks = "", {t.id: t for t in live.tasks}
         ts = got.stream.ts
         if ts is None:
             raise PermanentSurfaceError("slack chat.startStream: no ts in the answer")
@@ -109,6 +117,15 @@ class SlackStreams:
         await self._call("chat.stopStream", self.client.chat_stopStream(
             channel=thread.channel, ts=ts, markdown_text=tail or None))
         return ts
+
+
+def _changed(live: LiveText, shown: dict[str, Task] | None) -> list[Chunk]:
+    """A task_update for every task Slack does not show as it is now; a plan's title with its first call."""
+    chunks: list[Chunk] = [PlanUpdateChunk(title=live.title or "Plan")] if live.plan and shown is None else []
+    for t in live.tasks:
+        if (shown or {}).get(t.id) != t:
+            chunks.append(TaskUpdateChunk(id=t.id, title=t.title, status=t.status, output=t.output or None))
+    return chunks
 
 
 def _after(new: str, held: str) -> str:

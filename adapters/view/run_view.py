@@ -25,6 +25,7 @@ from adapters.platform import OutMessage
 from adapters.view import asks, fmt, notices, shares, status, summary
 from adapters.view.approval_card import whole_diff
 from adapters.view.asks import AskCard
+from adapters.view.live import PLAN_TOOL, LiveTurn
 from adapters.view.prose import ProseBuffer
 from adapters.view.receipts import Receipts
 from adapters.view.status import StatusCard
@@ -35,19 +36,21 @@ from flower_core.payloads import (
     BudgetPayload,
     HandoffPayload,
     MailPayload,
+    PartialPayload,
     ResetPayload,
     ResultPayload,
     SharePayload,
     StepPayload,
     SystemPayload,
     ThreadPayload,
+    ToolCallPayload,
+    ToolResultPayload,
 )
 
 ASK_TOOL = "mcp__human__ask"
-# What ends the model's turn, or comes after its text: a live message still open then was cut short. (An ask
-# or a mail comes from a person, any time; they leave it open.)
-_ENDS_LIVE = frozenset({"thinking", "tool_call", "tool_result", "prompt", "result", "error", "reset", "step",
-                        "retry", "handoff"})
+# What ends the model's turn: its live message closes (a new request starting does too). An ask or a mail
+# comes from a person, any time; tool calls and their results belong to the turn.
+_ENDS_TURN = frozenset({"thinking", "prompt", "result", "error", "reset", "step", "retry", "handoff"})
 
 
 @dataclass(frozen=True)
@@ -89,8 +92,8 @@ class RunView:
         self._receipts = Receipts(epoch, self.cfg.who)
         self._trouble: dict[str, Any] | None = None
         self._handoff_key: str | None = None
-        self._live_n = 0  # live messages so far (their own count: prose keys stay as without streaming)
-        self._live: tuple[str, str] | None = None  # (key, words so far) of the main-thread text being written
+        self.streaming = False  # the run streams (a partial event came): live messages from then on (live.py)
+        self._live = LiveTurn(epoch, owner)
 
     # ---- events -------------------------------------------------------------------------------
     def on_event(self, ev: Event) -> list[OutMessage]:
@@ -109,17 +112,32 @@ class RunView:
         sub = said.subagent
         milestone = self._context(said.context, sub)
         if is_partial(ev):  # words being written: a live message, shown by threads that stream
-            if not sub and ev.text:
-                self._grow_live(ev.text, out)
+            if not sub:
+                self.streaming = True
+                if PartialPayload.of(ev).requesting:
+                    self._end_turn(out)  # the model is asked again: the turn before is over
+                elif ev.text:
+                    out.append(self._live.words(ev.text))
             return out
-        if not sub and kind in _ENDS_LIVE:
-            self._cut_live(out)
+        if not sub and kind in _ENDS_TURN:
+            self._end_turn(out)
         if kind == "text":
             if not sub and ev.text.strip():
                 milestone |= self._progress()
-                self._add_prose(ev.text, now, out, self._close_live(ev.text, out))
+                said_live = self._live.said(ev.text) if self.streaming else None
+                if said_live is not None:
+                    out.append(said_live[0])
+                self._add_prose(ev.text, now, out, said_live[1] if said_live else "")
+        elif kind == "tool_result":
+            if not sub and self.streaming:
+                result = ToolResultPayload.of(ev)
+                out.extend(m for m in [self._live.result(result.tool_use_id, result.is_error, ev.text)] if m)
         elif kind == "tool_call":
             milestone |= self._progress(sub)
+            if not sub and self.streaming and ev.tool != ASK_TOOL:
+                call = ToolCallPayload.of(ev)
+                live = self._live.plan(call.input) if ev.tool == PLAN_TOOL else None
+                out.append(live or self._live.call(call.id, ev.tool, ev.text))
             if ev.tool != ASK_TOOL:
                 line = f"{fmt.tool_name(ev.tool)} {fmt.one_line(ev.text, 60)}"
                 self.status_card.tools.append(("↳ " if sub else "") + line)
@@ -239,7 +257,8 @@ class RunView:
         """The run ended: flush prose, close open cards, final status, summary."""
         out: list[OutMessage] = []
         try:
-            self._cut_live(out)
+            self._end_turn(out)
+            out.extend(m for m in [self._live.end_plan()] if m)
             self._flush_prose(out)
             if outcome.state != "died":  # a run that died with the bot keeps its questions open for a wake
                 for card in list(self._cards.values()):
@@ -291,31 +310,10 @@ class RunView:
         if earlier is not None:
             out.append(earlier)
 
-    # A live message: every delta gives its whole text so far (the outbox keeps only the newest of a key
-    # still queued, and paces the rest); the complete text closes it, and its prose names it (live_keys).
-    def _grow_live(self, words: str, out: list[OutMessage]) -> None:
-        if self._live is None:
-            self._live_n += 1
-            self._live = (f"live:{self.epoch}:{self._live_n}", "")
-        key, text = self._live[0], self._live[1] + words
-        self._live = (key, text)
-        out.append(OutMessage(key, "live", text, live="open", owner=self.owner))
-
-    def _close_live(self, text: str, out: list[OutMessage]) -> str:
-        """The complete text of the live message (its key), or "" when none was being written."""
-        if self._live is None:
-            return ""
-        key, self._live = self._live[0], None
-        out.append(OutMessage(key, "live", text, live="done", owner=self.owner))
-        return key
-
-    def _cut_live(self, out: list[OutMessage]) -> None:
-        """The turn ended before its text did (an interrupt, a stop): close what was written as it is."""
-        if self._live is not None:
-            key, text = self._live
-            self._live = None
-            if text.strip():
-                out.append(OutMessage(key, "live", text, live="cut", owner=self.owner))
+    def _end_turn(self, out: list[OutMessage]) -> None:
+        closed = self._live.close()
+        if closed is not None:
+            out.append(closed)
 
     def _flush_prose(self, out: list[OutMessage]) -> None:
         if self._prose:

@@ -138,7 +138,8 @@ class WebSurface(PlatformSurface):
         """A message being written: stored and shown like any message (kind "live", `live` open, then done),
         so a page sees its words grow over the WebSocket it already has, and one opened later sees them too."""
         text = f"{live.text}\n\n_{live.note}_" if live.done and live.note else live.text
-        msg = OutMessage(live.key, "live", text, live="done" if live.done else "open")
+        msg = OutMessage(live.key, "live", text, live="done" if live.done else "open", tasks=live.tasks,
+                         plan=live.plan, title=live.title)
         if message_id is None:
             return await self.post(thread, msg)
         await self.update(thread, message_id, msg)

@@ -53,7 +53,7 @@ def test_the_view_grows_one_live_message_and_its_prose_names_it() -> None:
     assert [(m.key, m.kind, m.live, m.text) for m in out] == [
         ("live:0:1", "live", "open", "Hello "), ("live:0:1", "live", "open", "Hello world")]
     closed = view.on_event(said("Hello world."))
-    assert [(m.kind, m.live, m.text) for m in closed if m.kind != "status"] == [("live", "done", "Hello world.")]
+    assert [(m.kind, m.live, m.text) for m in closed if m.kind != "status"] == [("live", "said", "Hello world.")]
     (prose,) = _flush(view)
     assert prose.kind == "prose" and prose.text == "Hello world." and prose.live_keys == ("live:0:1",)
     # A text nobody streamed, or a subagent's, is prose as before (no live key).
@@ -61,6 +61,47 @@ def test_the_view_grows_one_live_message_and_its_prose_names_it() -> None:
     view.on_event(said("worker talk", sub=True))
     (plain,) = _flush(view)
     assert plain.text == "Plain." and plain.live_keys == ()
+
+
+def test_a_turns_tool_calls_are_its_tasks_and_the_next_request_closes_it() -> None:
+    view = RunView("r1", "task", clock=Clock())
+    view.on_event(partial("Let me look."))
+    view.on_event(said("Let me look."))
+    (call,) = [m for m in view.on_event(Event("tool_call", "ls -la", tool="Bash", payload={"id": "t1"}))
+               if m.kind == "live"]
+    assert (call.live, call.text, [(t.id, t.title, t.status) for t in call.tasks]) == (
+        "said", "Let me look.", [("t1", "Bash ls -la", "in_progress")])
+    (back,) = view.on_event(Event("tool_result", "boom\nmore", payload={"tool_use_id": "t1", "is_error": True}))
+    assert [(t.status, t.output) for t in back.tasks] == [("error", "boom more")]
+    requesting = Event("partial", "", payload={"subagent": False, "index": 0, "requesting": True})
+    (closed,) = view.on_event(requesting)
+    assert (closed.key, closed.live, len(closed.tasks)) == ("live:0:1", "done", 1)
+    (nxt,) = view.on_event(partial("Next"))
+    assert nxt.key == "live:0:2"
+
+
+def test_the_plan_is_one_checklist_updated_in_place_and_closed_at_the_end() -> None:
+    from adapters.view.summary import RunOutcome
+
+    view = RunView("r1", "task", clock=Clock())
+    view.on_event(partial("Planning."))
+    todos = [{"content": "Read the notes", "status": "completed", "activeForm": "Reading"},
+             {"content": "Write the summary", "status": "in_progress", "activeForm": "Writing"},
+             {"content": "Check it", "status": "pending", "activeForm": "Checking"}]
+    (plan,) = [m for m in view.on_event(Event("tool_call", "{}", tool="TodoWrite", payload={
+        "id": "t2", "input": {"todos": todos}})) if m.kind == "live"]
+    assert (plan.key, plan.plan, plan.title, plan.live) == ("plan:0", True, "Plan", "open")
+    assert [(t.title, t.status) for t in plan.tasks] == [
+        ("Read the notes", "complete"), ("Write the summary", "in_progress"), ("Check it", "pending")]
+    end = [m for m in view.finish(RunOutcome("done")) if m.kind == "live"]
+    assert [(m.key, m.live) for m in end] == [("live:0:1", "cut"), ("plan:0", "done")]
+
+
+def test_without_partial_events_tool_calls_make_no_live_messages() -> None:
+    view = RunView("r1", "task", clock=Clock())
+    out = view.on_event(Event("tool_call", "ls", tool="Bash", payload={"id": "t1"}))
+    out += view.on_event(Event("tool_result", "ok", payload={"tool_use_id": "t1"}))
+    assert not [m for m in out if m.kind == "live"] and not view.streaming
 
 
 def test_a_turn_cut_before_its_text_closes_the_live_message_as_written() -> None:

@@ -104,3 +104,34 @@ async def _raw(double: SlackDouble, method: str, args: dict[str, Any]) -> dict[s
                                                     headers={"Authorization": f"Bearer {BOT_TOKEN}"}) as r:
         got: dict[str, Any] = await r.json()
         return got
+
+
+def plan_scenario() -> Any:
+    todos = [{"content": "Read the notes", "status": "in_progress", "activeForm": "Reading the notes"},
+             {"content": "Sum them up", "status": "pending", "activeForm": "Summing up"}]
+    done = [dict(todos[0], status="completed"), dict(todos[1], status="completed")]
+    return scenario_of({"name": "main", "turn": [
+        {"say": "Planning first.", "stream": True, "call": [{"tool": "TodoWrite", "input": {"todos": todos}}]},
+        {"say": "Reading.", "stream": True, "call": [{"tool": "Read", "input": {"file_path": "missing.md"}}]},
+        {"say": "Done reading.", "stream": True, "call": [{"tool": "TodoWrite", "input": {"todos": done}}]},
+        {"say": "All done.", "stream": True},
+    ]})
+
+
+async def test_tool_calls_are_task_updates_and_the_todo_list_is_the_plan(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(plan_scenario())
+    async with SlackDouble() as double, slack_bot(tmp_path, md, cli_home, double, runtime_options=STREAMING):
+        await double.slash("/flower", "plan and read", user="UALICE", channel=C1)
+        root = await double.wait_for(lambda d: d.roots(C1) and root_of(d))
+        plan = await double.wait_for(lambda d: d.find(C1, root.ts, lambda m: m.display == "plan" and m.tasks))
+        await double.wait_for(lambda d: d.find(C1, root.ts, lambda m: "All done." in m.text and not m.streaming))
+        await double.wait_for(lambda d: not plan.streaming, timeout=30)  # closed when the run ended
+        assert plan.plan == "Plan" and [(t["title"], t["status"]) for t in plan.tasks.values()] == [
+            ("Read the notes", "complete"), ("Sum them up", "complete")]  # moved in place
+        reading = double.find(C1, root.ts, lambda m: m.text.startswith("Reading."))
+        assert reading is not None and reading.display == "timeline"
+        (task,) = reading.tasks.values()
+        assert task["title"].startswith("Read missing.md") and task["status"] == "error" and task["output"]
+        starts = double.called("chat.startStream")
+        assert [c.args.get("task_display_mode") for c in starts].count("plan") == 1  # one plan, edited in place
