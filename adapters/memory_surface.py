@@ -116,6 +116,10 @@ class MemorySurface(PlatformSurface):
             raise StreamRefused("this memory platform does not stream")
         self._maybe_fail()
         state = "done" if live.done else "open"
+        shown = self.messages.get(message_id) if message_id is not None else None
+        if live.earlier and shown is not None:  # an earlier process left it streaming: keep its words
+            live = dataclasses.replace(live, text=shown.msg.text, tasks=shown.msg.tasks, plan=shown.msg.plan,
+                                       title=shown.msg.title)
         text = f"{live.text}\n\n_{live.note}_" if live.done and live.note else live.text
         msg = OutMessage(live.key, "live", text, live=state, tasks=live.tasks, plan=live.plan, title=live.title)
         if message_id is None:

@@ -19,6 +19,10 @@ arrive meanwhile go in one call; a text longer than `text_max` continues in a ne
 A prose message whose words this thread has shown live (`live_keys`) is not posted again; one the
 thread could not stream (the platform refused, the stream failed) is posted as before. A refusal
 (`StreamRefused`) turns streaming off for the thread, said once in the log per platform.
+
+The ids of the thread's messages still streaming are kept in the store (key `OPEN_STREAMS`): an outbox
+made for the thread after a restart first closes those the earlier process left open, with a short note
+(`LiveText.earlier`), so no message stays "streaming" forever.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ __all__ = ["MessageIds", "Outbox", "OutboxStats"]
 log = logging.getLogger(__name__)
 _CONTINUED = "(continued above)"
 _REFUSALS_LOGGED: set[str] = set()  # platforms whose refusal to stream was said in the log (once each)
+OPEN_STREAMS = "live:open"  # the store key of a thread's messages still streaming (their ids, space-separated)
+CUT_NOTE = "cut off by a restart"
 
 
 class MessageIds(Protocol):
@@ -112,10 +118,15 @@ class Outbox:
         self._streaming = provides(surface, "stream")
         self._streams: dict[str, _Stream] = {}  # live keys being shown
         self._shown_live: LRU[str, bool] = LRU(max_known)  # live keys shown whole, as written (or not: False)
+        self._open_ids: set[str] = set()  # this thread's streamed messages not closed yet (kept in the store)
+        self._orphans = self._left_open()  # … and those an earlier process left open: closed first
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
+        if self._orphans:
+            self._idle.clear()
+            self._start()
 
     # ---- producer side (synchronous, never raises) ----
     def put(self, msg: OutMessage) -> None:
@@ -205,6 +216,8 @@ class Outbox:
 
     # ---- worker side ----
     async def _run(self) -> None:
+        while self._orphans:
+            await self._close_orphan(self._orphans.pop(0))
         while True:
             if not self._pending:
                 self._idle.set()
@@ -367,6 +380,7 @@ class Outbox:
             try:
                 st.message_id = await as_platform(self.surface).stream(self.thread, st.message_id, live)
                 st.sent, st.tasks, st.at = len(piece), tasks, self._clock()
+                self._opened(st.message_id, not done)
                 self.stats.streams += 1
                 return True
             except asyncio.CancelledError:
@@ -391,7 +405,9 @@ class Outbox:
             return False
 
     def _give_up(self, key: str) -> None:
-        self._streams.pop(key, None)
+        st = self._streams.pop(key, None)
+        if st is not None and st.message_id is not None:
+            self._opened(st.message_id, False)  # not ours to close any more (it failed): never retried
         self._shown_live.put(key, False)
         self._pending = [m for m in self._pending if not (m.kind == "live" and m.key == key)]
 
@@ -408,6 +424,53 @@ class Outbox:
             if m.kind == "live":
                 self._shown_live.put(m.key, False)
         self._pending = [m for m in self._pending if m.kind != "live"]
+
+    # ---- streams left open by an earlier process ----
+    def _left_open(self) -> list[str]:
+        if self._store is None:
+            return []
+        try:
+            return (self._store.get_message(self.thread, OPEN_STREAMS) or "").split()
+        except Exception as exc:
+            log.warning("outbox store lookup failed for %s %s: %r", self.thread, OPEN_STREAMS, exc)
+            return []
+
+    def _opened(self, message_id: str, still: bool) -> None:
+        """Keep the thread's open streams in the store (before the next call: a kill leaves them known)."""
+        before = set(self._open_ids)
+        (self._open_ids.add if still else self._open_ids.discard)(message_id)
+        if self._store is not None and self._open_ids != before:
+            try:
+                self._store.save_message(self.thread, OPEN_STREAMS, " ".join(sorted(self._open_ids)) or "-")
+            except Exception as exc:
+                log.warning("outbox store save failed for %s %s: %r", self.thread, OPEN_STREAMS, exc)
+
+    async def _close_orphan(self, message_id: str) -> None:
+        """Close a message an earlier process was streaming: its words stay, a short note ends it."""
+        if message_id == "-":
+            return
+        self._open_ids.add(message_id)
+        live = LiveText(f"{OPEN_STREAMS}:{message_id}", "", "", done=True, note=CUT_NOTE, earlier=True)
+        started, attempt = self._clock(), 0
+        while True:
+            try:
+                await as_platform(self.surface).stream(self.thread, message_id, live)
+                self.stats.streams += 1
+                break
+            except asyncio.CancelledError:
+                raise
+            except TransientSurfaceError as exc:
+                delay = exc.retry_after if exc.retry_after is not None else min(self._backoff_max_s, 2.0 ** attempt)
+                attempt += 1
+                if self._clock() - started + delay <= self._give_up_s:
+                    await self._sleeper(delay)
+                    continue
+                log.warning("outbox %s: could not close stream %s left by a restart: %r", self.thread, message_id, exc)
+                break
+            except Exception as exc:  # gone, or never closable (the platform forgot it): nothing left open
+                log.info("outbox %s: stream %s left by a restart not closed: %r", self.thread, message_id, exc)
+                break
+        self._opened(message_id, False)
 
     def _remember(self, key: str, ids: list[str]) -> None:
         self._ids.put(key, ids)

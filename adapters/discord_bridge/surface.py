@@ -90,6 +90,8 @@ class DiscordSurface(PlatformSurface):
     async def stream(self, thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
         """A message being written: posted, then edited as it grows (the outbox paces the edits within the
         channel's limits and coalesces the words between them); the last edit is the complete text."""
+        if live.earlier and message_id is not None:  # an earlier process left it streaming: keep its words
+            return await self._close_earlier(thread, message_id, live.note)
         text = live.text
         if live.done and live.note:
             text = f"{text}\n\n*{live.note}*"
@@ -107,6 +109,15 @@ class DiscordSurface(PlatformSurface):
         if message_id is None:
             return await self.post(thread, msg)
         await self.update(thread, message_id, msg)
+        return message_id
+
+    async def _close_earlier(self, thread: ThreadRef, message_id: str, note: str) -> str:
+        if not message_id.isdigit():
+            raise PermanentSurfaceError(f"not a Discord message id: {message_id!r}")
+        async with surface_errors(f"close stream {message_id}"):
+            found = await self._channel(thread.thread or thread.channel).fetch_message(int(message_id))
+            text = found.content.removesuffix(CURSOR) + (f"\n\n*{note}*" if note else "")
+            await found.edit(content=text[: self.limits.text_max], allowed_mentions=NO_MENTIONS)
         return message_id
 
     async def notify(self, thread: ThreadRef, user: str, text: str) -> None:

@@ -180,3 +180,6 @@ class LiveText:
     tasks: tuple[Task, ...] = ()  # every task of the message as it stands (platforms send what changed)
     plan: bool = False  # the tasks are a plan: shown together as one checklist (Slack task_display_mode "plan")
     title: str = ""  # a plan's heading
+    # A message an earlier process was streaming (a restart cut it): close it keeping the words it shows,
+    # ending with `note`; `text` and `tasks` are unknown here (empty).
+    earlier: bool = False

@@ -72,3 +72,41 @@ async def test_a_thread_that_does_not_stream_gets_the_prose_of_today(
         assert "Reading." in prose and WORDS in prose
     finally:
         await hub.close()
+
+
+async def test_a_stream_cut_by_a_kill_is_closed_when_the_run_comes_back(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    from adapters.outbox import CUT_NOTE
+    from adapters.state import SQLiteStateStore
+    from tests.support.hub_support import kill_cli_children, one_step_flow
+
+    slow = " ".join(f"slow{i}" for i in range(200)) + "."
+    md = await double_factory(scenario_of({"name": "main", "turn": [{"say": slow, "stream": {"pause_s": 0.05}}]}))
+    surface = MemorySurface()
+    watch = Watch(surface)
+    flow = one_step_flow(steps=("work",), resume_prompt="Go on.")
+    options = {"resilience": FAST, "partial_text": True}
+    hub = make_hub(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"), factory=flow,
+                   runtime_options=options)
+    run = (await drive(hub).start("write slowly", THREAD, "alice")).run_id
+    cut = await watch.until(lambda s: next((p for p in s.messages.values() if p.msg.live == "open"
+                                            and "slow5 " in p.msg.text), None))
+    assert kill_cli_children()  # the host goes down mid-sentence
+    await hub.close()
+    hub.store.close()
+    assert cut.msg.live == "open"  # left streaming by the process that died
+
+    hub = make_hub(tmp_path, md, cli_home, surface, SQLiteStateStore(tmp_path / "state.db"), factory=flow,
+                   runtime_options=options)
+    try:
+        assert await hub.recover() == []
+        closed = await watch.until(lambda s: s.messages[cut.message_id].msg.live == "done"
+                                   and s.messages[cut.message_id].msg)
+        assert closed.text.endswith(f"_{CUT_NOTE}_") and "slow5 " in closed.text
+        await hub.query.wait(run)
+        again = [m for m in surface.thread(THREAD, "live") if m.text == slow]
+        assert len(again) == 1 and again[0].live == "done"  # the reply, whole, once
+        assert not [m for m in surface.thread(THREAD, "prose") if "slow1 " in m.text]
+    finally:
+        await hub.close()
+        hub.store.close()
