@@ -39,6 +39,7 @@ class RecordedRequest:
     # history names the request it answered by these (tool_use ids are fresh per reply).
     reply_text: str = ""
     reply_tool_ids: tuple[str, ...] = ()
+    first_text_at: float | None = None  # when the reply's first words went out (perf_counter), for bench/
 
     @property
     def first_user_text(self) -> str:
@@ -179,6 +180,8 @@ class ModelDouble:
             for chunk in turn_frames(turn, model, text, rec.reply_tool_ids):
                 if isinstance(chunk, bytes):
                     await resp.write(chunk)
+                    if rec.first_text_at is None and b'"text_delta"' in chunk:
+                        rec.first_text_at = time.perf_counter()
                 else:
                     await asyncio.sleep(chunk)
             await resp.write_eof()
