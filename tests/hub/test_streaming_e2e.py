@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.memory_surface import MemorySurface
+from adapters.platform import ThreadRef as ThreadRefOf
 from adapters.state import MemoryStateStore
 from tests.conftest import scenario_of
 from tests.support.drive import drive
@@ -110,3 +111,31 @@ async def test_a_stream_cut_by_a_kill_is_closed_when_the_run_comes_back(
     finally:
         await hub.close()
         hub.store.close()
+
+
+async def test_a_mirror_in_a_429_storm_does_not_slow_the_home_thread_or_the_run(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    md = await double_factory(scenario())
+    home, slow = MemorySurface(name="chat"), MemorySurface(name="slow")
+    watch = Watch(home)
+    hub = make_hub(tmp_path, md, cli_home, home, MemoryStateStore(),
+                   runtime_options={"resilience": FAST, "partial_text": True})
+    hub.surfaces.update({"slow": slow})
+    mirror = ThreadRefOf("slow", "C9", "t9")
+    hub.mirrors.auto.append(lambda record: mirror)  # every run also shows there (as the web page's copy does)
+    slow.storm(10_000, retry_after=1.0)  # every call refused for now, each 429 holding that thread 1 s
+    try:
+        run = (await drive(hub).start("read the notes", ThreadRefOf("chat", "C1", "t1"), "alice")).run_id
+        # The home thread streams the reply as it is written, whatever the mirror is going through.
+        growing = await watch.until(lambda s: next((m for m in s.thread(kind="live") if m.live == "open"
+                                                    and "word1 " in m.text), None))
+        assert growing.text != WORDS
+        await watch.until(lambda s: any(m.text == WORDS and m.live == "done" for m in s.thread(kind="live")))
+        assert not slow.thread(kind="live")  # nothing got through there yet
+        slow.storm(0)
+        got = await Watch(slow).until(lambda s: next((m for m in s.thread(kind="live") if m.text == WORDS), None),
+                                      timeout=60)
+        assert got.live == "done"  # once it heals, it catches up with the complete text
+        await hub.query.wait(run)
+    finally:
+        await hub.close()
