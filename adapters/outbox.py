@@ -32,8 +32,9 @@ import contextlib
 import dataclasses
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from adapters.longoutput import as_file
 from adapters.lru import LRU
@@ -58,6 +59,9 @@ log = logging.getLogger(__name__)
 _CONTINUED = "(continued above)"
 _REFUSALS_LOGGED: set[str] = set()  # platforms whose refusal to stream was said in the log (once each)
 OPEN_STREAMS = "live:open"  # the store key of a thread's messages still streaming (their ids, space-separated)
+# Per store: (thread, id) of the streams this process opened there and has not closed (the store's other
+# outboxes for a thread are streaming those: not orphans).
+_OPEN_HERE: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
 CUT_NOTE = "cut off by a restart"
 
 
@@ -430,7 +434,10 @@ class Outbox:
         if self._store is None:
             return []
         try:
-            return (self._store.get_message(self.thread, OPEN_STREAMS) or "").split()
+            ids = (self._store.get_message(self.thread, OPEN_STREAMS) or "").split()
+            # Another outbox of this process may be streaming in the thread right now: those are not orphans.
+            here = _OPEN_HERE.get(self._store, set())
+            return [i for i in ids if (str(self.thread), i) not in here]
         except Exception as exc:
             log.warning("outbox store lookup failed for %s %s: %r", self.thread, OPEN_STREAMS, exc)
             return []
@@ -441,7 +448,10 @@ class Outbox:
         (self._open_ids.add if still else self._open_ids.discard)(message_id)
         if self._store is not None and self._open_ids != before:
             try:
-                self._store.save_message(self.thread, OPEN_STREAMS, " ".join(sorted(self._open_ids)) or "-")
+                mine = _OPEN_HERE.setdefault(self._store, set())
+                (mine.add if still else mine.discard)((str(self.thread), message_id))
+                here = {i for t, i in mine if t == str(self.thread)}  # the thread's other outboxes' too
+                self._store.save_message(self.thread, OPEN_STREAMS, " ".join(sorted(self._open_ids | here)) or "-")
             except Exception as exc:
                 log.warning("outbox store save failed for %s %s: %r", self.thread, OPEN_STREAMS, exc)
 

@@ -284,3 +284,30 @@ def test_the_event_log_keeps_seqs_and_shows_words_being_written_only_apart() -> 
     logs.tap("r1", said("Hello."))
     assert log.writing is None and log.last == first + 1
     assert [e["kind"] for e in log.after(0).events] == ["step", "text"]
+
+
+async def test_an_outbox_closes_only_the_streams_an_earlier_process_left_open() -> None:
+    from adapters.outbox import CUT_NOTE, OPEN_STREAMS
+    from adapters.state import MemoryStateStore
+
+    surface, store = MemorySurface(), MemoryStateStore()
+    first = Outbox(surface, THREAD, store=store)
+    first.put(live("live:0:1", "Half a sent"))
+    await first.flush()
+    (mid,) = store.get_message(THREAD, OPEN_STREAMS).split()  # type: ignore[union-attr]
+    # A second outbox of this process for the same thread (a note to a sleeping run's thread) leaves it be.
+    other = Outbox(surface, THREAD, store=store)
+    await other.flush()
+    assert surface.messages[mid].msg.live == "open"
+    # A new process (its own store object over the same state) closes it, keeping the words.
+    store_b = MemoryStateStore()
+    store_b.save_message(THREAD, OPEN_STREAMS, store.get_message(THREAD, OPEN_STREAMS) or "")
+    after = Outbox(surface, THREAD, store=store_b)
+    await after.flush()
+    shown = surface.messages[mid].msg
+    assert (shown.live, shown.text) == ("done", f"Half a sent\n\n_{CUT_NOTE}_")
+    assert store_b.get_message(THREAD, OPEN_STREAMS) == "-"
+    # The first outbox closing its own stream clears it from the store too.
+    first.put(live("live:0:1", "Half a sentence.", "done"))
+    await first.flush()
+    assert store.get_message(THREAD, OPEN_STREAMS) == "-"
