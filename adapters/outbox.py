@@ -271,7 +271,8 @@ class Outbox:
         return msg.replace and self._known(msg.key) is not None
 
     def _wait_for(self, head: OutMessage) -> float:
-        wait = self._budget.bucket("update" if self._is_edit(head) else "post").wait_time()
+        op = "update" if self._is_edit(head) else "start" if head.kind == "live" else "post"
+        wait = self._budget.bucket(op).wait_time()
         growing = head.kind == "live" and head.live in ("open", "said")
         stream = self._streams.get(head.key) if growing else None
         if stream is not None:  # a growing message: at most once per stream_every_s (its close goes at once)
@@ -377,7 +378,7 @@ class Outbox:
         started = self._clock()
         attempt = 0
         while True:
-            bucket = self._budget.bucket("post" if start else "update")
+            bucket = self._budget.bucket("start" if start else "update")
             while (wait := bucket.wait_time()) > 0:
                 await self._sleeper(wait)
             bucket.take()
