@@ -10,6 +10,10 @@ context level, the cost) are folded into one card edit per `status_every_s`, and
 is gathered for `prose_linger_s` (or until a card, notice or step needs to follow it) and posted
 as one message. Milestones (state or step changes, questions, the end) go out at once. The hub
 calls `tick()` when `due_in()` says so, to flush what is waiting without a new event.
+
+A run that streams (its events include "partial" ones) also gets live messages (live.py): each model
+turn's words as they are written and its tool calls as tasks, and the agent's plan as a checklist.
+Threads that stream show those instead of the same words' prose; the rest ignore them.
 """
 
 from __future__ import annotations
