@@ -122,6 +122,8 @@ class RunView:
                     self._end_turn(out)  # the model is asked again: the turn before is over
                 elif ev.text:
                     out.append(self._live.words(ev.text))
+                    if self._progress():  # the first words after a start or an interrupt: running again
+                        self._due(now, out, force_status=True)
             return out
         if not sub and kind in _ENDS_TURN:
             self._end_turn(out)

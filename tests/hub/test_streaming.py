@@ -50,8 +50,9 @@ def test_the_view_grows_one_live_message_and_its_prose_names_it() -> None:
     view = RunView("r1", "task", clock=Clock())
     out = [m for ev in (partial("Hello "), partial("world"), partial("", sub=False), partial("x", sub=True))
            for m in view.on_event(ev)]
-    assert [(m.key, m.kind, m.live, m.text) for m in out] == [
+    assert [(m.key, m.kind, m.live, m.text) for m in out if m.kind == "live"] == [
         ("live:0:1", "live", "open", "Hello "), ("live:0:1", "live", "open", "Hello world")]
+    assert [m.kind for m in out].count("status") == 1 and view.status_card.state == "running"  # words: running
     closed = view.on_event(said("Hello world."))
     assert [(m.kind, m.live, m.text) for m in closed if m.kind != "status"] == [("live", "said", "Hello world.")]
     (prose,) = _flush(view)
