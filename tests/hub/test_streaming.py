@@ -312,3 +312,28 @@ async def test_an_outbox_closes_only_the_streams_an_earlier_process_left_open() 
     first.put(live("live:0:1", "Half a sentence.", "done"))
     await first.flush()
     assert store.get_message(THREAD, OPEN_STREAMS) == "-"
+
+
+async def test_the_bots_counting_wrapper_counts_stream_calls_and_keeps_the_member_its_own() -> None:
+    from adapters.ops.metrics import CountingSurface, Metrics
+    from adapters.platform import PlatformSurface, as_platform
+
+    metrics = Metrics()
+    counted = CountingSurface(MemorySurface(), metrics)
+    assert provides(counted, "stream")
+    await as_platform(counted).stream(THREAD, None, LiveText("k", "hi", "hi"))
+    assert metrics.platform_calls.labels("memory", "stream")._value.get() == 1
+
+    class Plain(PlatformSurface):  # no stream of its own: the wrapper says so too
+        name, limits = "plain", MEMORY
+
+        async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
+            return "1"
+
+        async def update(self, thread: ThreadRef, message_id: str, msg: OutMessage) -> None:
+            return None
+
+        async def notify(self, thread: ThreadRef, user: str, text: str) -> None:
+            return None
+
+    assert not provides(CountingSurface(Plain(), metrics), "stream")
