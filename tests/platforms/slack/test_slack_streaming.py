@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from adapters import outbox
-from adapters.platform import LiveText, StreamRefused, ThreadRef
+from adapters.platform import LiveText, PermanentSurfaceError, StreamRefused, ThreadRef
 from adapters.slack import SlackFrontend
 from tests.conftest import scenario_of
 from tests.support.hub_support import FAST
@@ -135,3 +135,18 @@ async def test_tool_calls_are_task_updates_and_the_todo_list_is_the_plan(
         assert task["title"].startswith("Read missing.md") and task["status"] == "error" and task["output"]
         starts = double.called("chat.startStream")
         assert [c.args.get("task_display_mode") for c in starts].count("plan") == 1  # one plan, edited in place
+
+
+async def test_a_message_an_earlier_process_left_streaming_is_stopped_with_a_note() -> None:
+    async with SlackDouble() as double:
+        thread = ThreadRef("slack", C1, double.person_says(C1, "go", user="UALICE").ts)
+        before = SlackFrontend(settings_for(double)).surface
+        ts = await before.stream(thread, None, LiveText("live:a:1", "Half a sen", "Half a sen", owner="slack:UALICE"))
+        assert double.messages[(C1, ts)].streaming
+        after = SlackFrontend(settings_for(double)).surface  # a new process: it never saw that stream
+        live = LiveText("live:open:x", "", "", done=True, note="cut off by a restart", earlier=True)
+        assert await after.stream(thread, ts, live) == ts
+        msg = double.messages[(C1, ts)]
+        assert not msg.streaming and msg.text == "Half a sen\n\n_cut off by a restart_"
+        with pytest.raises(PermanentSurfaceError):  # it can be closed, never grown
+            await after.stream(thread, ts, LiveText("live:a:1", "Half a sentence", "tence"))
