@@ -14,8 +14,10 @@ the real SDK + CLI and the hub:
    surface storing the message (web). Same clock (perf_counter), same process.
 2. Web API calls per agent message and per 1,000 streamed words (chat.startStream / appendStream /
    stopStream), and the largest number of appends to one message within any one second.
+3. The ask round trip (bench_ask_roundtrip's run: spawn, ask, answer, result) with partial messages on
+   against off, interleaved in the same process: the ratio of the medians.
 
-Run: .venv/bin/python -m bench.bench_streaming [K]   (default 6)
+Run: .venv/bin/python -m bench.bench_streaming [K] [N]   (defaults 6 and 5)
 
 Measured (K=4, 2-core machine shared with a test suite running):
   slack   first words visible p50 0.039 s, p95 0.453 s; 1.0 startStream, 4.5 appendStream, 1.0 stopStream per
@@ -156,9 +158,35 @@ async def run(k: int) -> None:
     print(f"ratio slack streaming / today (p50 first words visible): {slack_p50 / today_p50:.3f}")
 
 
+async def ask_roundtrip(n: int) -> None:
+    from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, query
+
+    from bench.bench_ask_roundtrip import SCENARIO, _ask
+
+    md = ModelDouble(SCENARIO)
+    await md.start()
+    took: dict[bool, list[float]] = {False: [], True: []}
+    try:
+        for _ in range(n):
+            for partial in (False, True):
+                with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as ws:
+                    opts = ClaudeAgentOptions(env=md.env(home), cwd=ws, max_turns=4, include_partial_messages=partial,
+                                              mcp_servers={"human": create_sdk_mcp_server("human", tools=[_ask])},
+                                              allowed_tools=["mcp__human__ask"])
+                    t0 = time.perf_counter()
+                    async for _ in query(prompt="go", options=opts):
+                        pass
+                    took[partial].append(time.perf_counter() - t0)
+    finally:
+        await md.stop()
+    off, on = statistics.median(took[False]), statistics.median(took[True])
+    print(f"ask round trip (n={n} each, interleaved): off p50 {off:.3f} s, on p50 {on:.3f} s, ratio {on / off:.3f}")
+
+
 def main() -> None:
     k = int(sys.argv[1]) if len(sys.argv) > 1 else 6
     asyncio.run(run(k))
+    asyncio.run(ask_roundtrip(int(sys.argv[2]) if len(sys.argv) > 2 else 5))
 
 
 if __name__ == "__main__":
