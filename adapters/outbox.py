@@ -14,8 +14,9 @@ stats.dropped) but an `important` one (ask cards, the summary) keeps being retri
 
 Live messages (kind "live": words being written) go to `Surface.stream` when the surface has one of
 its own, and are dropped at once when it has not. A live key still queued is replaced by its newer
-text like any key, and a stream grows at most once per `limits.stream_every_s`, so the words that
-arrive meanwhile go in one call; a text longer than `text_max` continues in a new streamed message.
+text like any key, and a stream grows (words, its tasks) at most once per `limits.stream_every_s`, so
+what arrives meanwhile goes in one call; its close is not held back (the next message waits on it);
+a text longer than `text_max` continues in a new streamed message.
 A prose message whose words this thread has shown live (`live_keys`) is not posted again; one the
 thread could not stream (the platform refused, the stream failed) is posted as before. A refusal
 (`StreamRefused`) turns streaming off for the thread, said once in the log per platform.
@@ -122,6 +123,7 @@ class Outbox:
         self._streaming = provides(surface, "stream")
         self._streams: dict[str, _Stream] = {}  # live keys being shown
         self._shown_live: LRU[str, bool] = LRU(max_known)  # live keys shown whole, as written (or not: False)
+        self._nudge = asyncio.Event()  # a paced live message was closed: stop waiting for its pace
         self._open_ids: set[str] = set()  # this thread's streamed messages not closed yet (kept in the store)
         self._orphans = self._left_open()  # … and those an earlier process left open: closed first
         try:
@@ -200,6 +202,8 @@ class Outbox:
                 self._pending[i] = dataclasses.replace(msg, replace=old.replace and msg.replace,
                                                        important=old.important or msg.important)
                 self.stats.coalesced += 1
+                if msg.kind == "live" and msg.live in ("done", "cut"):
+                    self._nudge.set()  # the close is not held back by the pace (the next message waits on it)
                 break
         else:
             self._pending.append(msg)
@@ -232,7 +236,8 @@ class Outbox:
             try:
                 wait = self._wait_for(head)
                 if wait > 0:
-                    await self._sleeper(wait)  # more messages may coalesce meanwhile
+                    # More messages may coalesce meanwhile; a live message's pace ends early once it is complete.
+                    await (self._pause(wait) if head.kind == "live" else self._sleeper(wait))
                     continue
                 taken = self._take()
                 if taken is None:
@@ -246,6 +251,17 @@ class Outbox:
                     self._pending.pop(0)
                 self.stats.dropped += 1
                 self._report(head, exc)
+
+    async def _pause(self, wait: float) -> None:
+        self._nudge.clear()
+        slept = asyncio.ensure_future(self._sleeper(wait))
+        nudged = asyncio.ensure_future(self._nudge.wait())
+        try:
+            await asyncio.wait({slept, nudged}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (slept, nudged):
+                task.cancel()
+            await asyncio.gather(slept, nudged, return_exceptions=True)
 
     def _known(self, key: str) -> list[str] | None:
         ids = self._ids.get(key)
@@ -271,11 +287,12 @@ class Outbox:
         return msg.replace and self._known(msg.key) is not None
 
     def _wait_for(self, head: OutMessage) -> float:
-        op = "update" if self._is_edit(head) else "start" if head.kind == "live" else "post"
+        live = head.kind == "live"
+        op = ("grow" if live else "update") if self._is_edit(head) else "start" if live else "post"
         wait = self._budget.bucket(op).wait_time()
         growing = head.kind == "live" and head.live in ("open", "said")
         stream = self._streams.get(head.key) if growing else None
-        if stream is not None:  # a growing message: at most once per stream_every_s (its close goes at once)
+        if stream is not None:  # growing: at most once per stream_every_s (the close goes at once)
             wait = max(wait, stream.at + self.limits.stream_every_s - self._clock())
         return wait
 
@@ -378,7 +395,7 @@ class Outbox:
         started = self._clock()
         attempt = 0
         while True:
-            bucket = self._budget.bucket("start" if start else "update")
+            bucket = self._budget.bucket("start" if start else "grow")
             while (wait := bucket.wait_time()) > 0:
                 await self._sleeper(wait)
             bucket.take()

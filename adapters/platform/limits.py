@@ -42,9 +42,11 @@ class PlatformLimits:
     # Ours: a message being streamed (Surface.stream) grows at most once per this many seconds; the words
     # that arrive meanwhile are sent together. Its calls also spend the edit bucket (the start: a post).
     stream_every_s: float = 1.0
-    # Starting a streamed message, when the platform limits it apart from posts (Slack's chat.startStream is
-    # Tier 2, about 20 a minute); 0: a start spends the post bucket.
+    # Starting a streamed message, and growing or closing one, when the platform limits those apart from
+    # posts and edits (Slack: chat.startStream is Tier 2, about 20 a minute; chat.appendStream Tier 4, 100+);
+    # 0: a start spends the post bucket, a growth the edit bucket.
     stream_starts_per_min: float = 0.0
+    stream_grows_per_min: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ class WebLimits(PlatformLimits):
 # max 75; an actions block holds 25 elements; header text 150; a section holds 10 fields; action_id 255.
 SLACK = SlackLimits(text_max=3000, post_per_s=1.0, post_burst=3, update_per_min=50.0, update_burst=5,
                     buttons_max=25, button_label_max=75, title_max=150, fields_max=10, id_max=255, file_after_parts=3,
-                    stream_starts_per_min=20.0)
+                    stream_starts_per_min=20.0, stream_grows_per_min=100.0)
 
 # Discord: content 2,000; the per-channel message route allows about 5 requests per 5 s, edits share
 # a similar bucket. 5 action rows x 5 buttons; label max 80; embed title max 256; embed fields 25;
