@@ -163,6 +163,8 @@ class RunView:
             elif ask.kind == "share":  # a file the agent posted (shares.py)
                 out.extend(m for m in [shares.shared(self.run_id, SharePayload.of(ev))] if m is not None)
             else:
+                if ask.state in ("", "asked"):
+                    self._end_turn(out)  # the turn waits on a person now: its message closes, the card follows
                 milestone |= self._ask_event(ev, ask, out)
         elif kind == "handoff":
             self._flush_prose(out)
@@ -178,6 +180,7 @@ class RunView:
             if subtype == "budget":
                 milestone |= self._budget(BudgetPayload.of(ev), out)
             else:
+                self._end_turn(out)  # no CLI while parked: nothing of the turn stays streaming
                 milestone |= self._parking(subtype == "parked")
         # thinking, tool_result, prompt, system, task, unknown and kinds added later: not for the thread
         self._due(now, out, force_status=milestone)

@@ -337,3 +337,12 @@ async def test_the_bots_counting_wrapper_counts_stream_calls_and_keeps_the_membe
             return None
 
     assert not provides(CountingSurface(Plain(), metrics), "stream")
+
+
+def test_a_question_closes_the_turn_so_no_message_streams_while_a_person_is_awaited() -> None:
+    view = RunView("r1", "task", clock=Clock())
+    view.on_event(partial("Which one?"))
+    view.on_event(said("Which one?"))
+    view.on_event(Event("tool_call", "", tool="mcp__human__ask", payload={"id": "t1", "input": {}}))
+    out = view.on_event(Event("ask", "Which one?", payload={"id": "q1", "state": "asked", "options": ["a"]}))
+    assert [(m.kind, m.live) for m in out if m.kind in ("live", "ask")] == [("live", "done"), ("ask", "")]
