@@ -7,16 +7,19 @@ calls fail with a 429-style TransientSurfaceError, like a platform shedding load
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from adapters.platform import (
     MEMORY,
+    LiveText,
     OutMessage,
     PermanentSurfaceError,
     PlatformLimits,
     PlatformSurface,
+    StreamRefused,
     ThreadRef,
     TransientSurfaceError,
 )
@@ -26,7 +29,7 @@ __all__ = ["MemorySurface", "Posted", "SurfaceCall"]
 
 @dataclass(frozen=True)
 class SurfaceCall:
-    op: str  # post / update / notify
+    op: str  # post / update / notify / stream
     thread: ThreadRef
     message_id: str = ""
     msg: OutMessage | None = None
@@ -54,6 +57,8 @@ class MemorySurface(PlatformSurface):
     counts: dict[str, int] = field(default_factory=lambda: {"post": 0, "update": 0, "notify": 0, "failed": 0})
     on_call: Callable[[SurfaceCall], None] | None = None
     dm: bool = False  # True: direct() opens a DM thread per user, as Slack and Discord do
+    streams: bool = True  # False: stream() refuses, as a platform that cannot stream (the fallback)
+    stream_calls: int = 0  # stream() calls that showed something (start, grow, close)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _storm: int = 0
     _storm_retry_after: float | None = 1.0
@@ -104,6 +109,31 @@ class MemorySurface(PlatformSurface):
     async def direct(self, user: str) -> ThreadRef | None:
         """A direct-message thread with one user (None when this double plays a platform without DMs)."""
         return ThreadRef(self.name, f"dm-{user}", "") if self.dm else None
+
+    async def stream(self, thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
+        """A message being written: its current text kept as a "live" message (open, then done)."""
+        if not self.streams:
+            raise StreamRefused("this memory platform does not stream")
+        self._maybe_fail()
+        state = "done" if live.done else "open"
+        shown = self.messages.get(message_id) if message_id is not None else None
+        if live.earlier and shown is not None:  # an earlier process left it streaming: keep its words
+            live = dataclasses.replace(live, text=shown.msg.text, tasks=shown.msg.tasks, plan=shown.msg.plan,
+                                       title=shown.msg.title)
+        text = f"{live.text}\n\n_{live.note}_" if live.done and live.note else live.text
+        msg = OutMessage(live.key, "live", text, live=state, tasks=live.tasks, plan=live.plan, title=live.title)
+        if message_id is None:
+            message_id = f"m{next(self._ids)}"
+            if self.keep:
+                self.messages[message_id] = Posted(message_id, thread, msg)
+        elif self.keep:
+            posted = self.messages.get(message_id)
+            if posted is None or posted.thread != thread or posted.msg.live != "open":
+                raise PermanentSurfaceError(f"message {message_id} is not streaming in {thread}")
+            posted.msg, posted.versions = dataclasses.replace(msg), posted.versions + 1
+        self.stream_calls += 1
+        self._note(SurfaceCall("stream", thread, message_id, msg, text=live.new))
+        return message_id
 
     # ---- reading the thread back --------------------------------------------------------------
     @property

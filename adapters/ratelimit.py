@@ -59,6 +59,14 @@ class RateBudget:
     def __init__(self, limits: PlatformLimits, clock: Callable[[], float] = time.monotonic) -> None:
         self.posts = TokenBucket(limits.post_per_s, limits.post_burst, clock)
         self.updates = TokenBucket(limits.update_per_min / 60.0, limits.update_burst, clock)
+        starts, grows = limits.stream_starts_per_min, limits.stream_grows_per_min
+        self.starts = TokenBucket(starts / 60.0, limits.post_burst, clock) if starts > 0 else self.posts
+        self.grows = TokenBucket(grows / 60.0, limits.update_burst, clock) if grows > 0 else self.updates
 
     def bucket(self, op: str) -> TokenBucket:
+        """"update" (edits), "start" / "grow" (a stream starting / growing or closing), else "post"."""
+        if op == "start":
+            return self.starts
+        if op == "grow":
+            return self.grows
         return self.updates if op == "update" else self.posts

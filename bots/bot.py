@@ -149,8 +149,8 @@ async def serve(cfg: BotConfig, *, ready: asyncio.Event | None = None, stop: asy
         for ch in cfg.channels:
             store.set_channel_policy(ch.channel, ChannelPolicy(ch.starters, ch.responders, ch.admins))
         surfaces = metrics.count_surfaces({f.name: f.surface for f in frontends})
-        hub = Hub(surfaces, store, hub_settings(cfg), kit=EngineKit(factory=flow_factory(cfg.flow), env=model.env),
-                  transport=(transport := _transport(cfg)))
+        kit = EngineKit(factory=flow_factory(cfg.flow), env=model.env, runtime_options={"partial_text": cfg.stream})
+        hub = Hub(surfaces, store, hub_settings(cfg), kit=kit, transport=(transport := _transport(cfg)))
         declare_routines(hub, cfg)
         hub.scheduler.hold = routine_hold(cfg.env.get("FLOWER_ROUTINE_HOLD", ""))
         try:

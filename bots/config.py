@@ -23,6 +23,7 @@ own table (`[web]`, `[slack]`, `[discord]`) through `section()`. Channel policie
     effort = "high"              # low, medium, high, xhigh or max (omit: the CLI's default)
     models = ["claude-opus-4-6", "claude-sonnet-4-6"]  # the models people may choose (omit: any)
     timezone = "Europe/Berlin"   # routines' zone when neither they nor their creator's platform name one (UTC)
+    stream = true                # FLOWER_STREAM=1: the agent's words stream into threads as written (off by default)
 
     [surfaces]                   # which front ends `flower-bot` runs when none is named
     web = true
@@ -69,7 +70,7 @@ LOG_FORMATS = ("text", "json")
 _BOT_KEYS = {"root", "flow", "max_runs", "timeout_s", "max_asks", "budget_usd", "park_after_s", "warm_pool",
              "max_parked", "dm_after_s", "redis", "health_port", "log_format", "stop_after_s", "wake_on_start",
              "max_upload_mb", "max_run_upload_mb", "ask_tools", "allow_tools", "deny_tools", "approval_timeout_s",
-             "unattended_approvals", "language", "model", "effort", "models", "timezone"}
+             "unattended_approvals", "language", "model", "effort", "models", "timezone", "stream"}
 _ROUTINE_KEYS = {"name", "task", "schedule", "place", "owner", "timezone", "overlap", "catch_up", "timeout_s",
                  "max_asks", "budget_usd", "approve"}
 _CHANNEL_KEYS = {"workspace", "starters", "responders", "admins", "max_budget_usd", "max_upload_mb",
@@ -139,6 +140,7 @@ class BotConfig:
     models: tuple[str, ...] = ()  # the models people may choose (empty: any)
     timezone: str = ""  # routines' default zone ("": UTC)
     routines: list[RoutineConfig] = field(default_factory=list)
+    stream: bool = False  # the model's words as they are written (Runtime(partial_text=True)) to every thread
     web_host: str = "127.0.0.1"
     web_port: int = 8470
     config_path: Path | None = None
@@ -192,6 +194,7 @@ def load_config(args: argparse.Namespace, env: Mapping[str, str]) -> BotConfig:
         model=_typed(bot, "model", str, None) or None,
         effort=_effort(_typed(bot, "effort", str, None)),
         models=_models(bot, "[bot]"),
+        stream=env.get("FLOWER_STREAM", "") in ("1", "true", "yes") or _typed(bot, "stream", bool, False),
         web_host=args.host or env.get("FLOWER_WEB_HOST") or "127.0.0.1",
         web_port=_port(args.port if args.port is not None else env.get("FLOWER_WEB_PORT", 8470)),
         config_path=Path(args.config).resolve() if args.config else None,

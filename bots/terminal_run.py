@@ -143,7 +143,9 @@ async def drive_workflow(wf: Any, *, workspace: Path, run_dir: Path, drive: Driv
     workbench = getattr(wf, "workbench", None)
     runtime_kwargs: dict[str, Any] = {"workspace": workspace, "run_dir": run_dir, "workbench": workbench,
                                       "handoff": drive.handoff, "env": env, "resilience": bridge_resilience(),
-                                      "trim": drive.trim, "model": drive.model, "effort": drive.effort}
+                                      "trim": drive.trim, "model": drive.model, "effort": drive.effort,
+                                      # FLOWER_STREAM=1: the agent's words print as they are written
+                                      "partial_text": os.environ.get("FLOWER_STREAM", "") in ("1", "true", "yes")}
     if drive.window:
         runtime_kwargs["window"] = drive.window
     rt = Runtime(**runtime_kwargs)

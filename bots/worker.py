@@ -126,7 +126,9 @@ async def work(args: argparse.Namespace, url: str, *, stop: asyncio.Event | None
     server: HealthServer | None = None
     try:
         await model.start()
-        kit = EngineKit(factory=flow_factory(args.flow), env=model.env, runtime_options={"session_store": store},
+        kit = EngineKit(factory=flow_factory(args.flow), env=model.env,
+                        runtime_options={"session_store": store,
+                                         "partial_text": os.environ.get("FLOWER_STREAM", "") in ("1", "true", "yes")},
                         park_after_s=None if args.park_after < 0 else args.park_after)
         worker = RedisWorker(url, metrics.count_kit(kit), name=args.name, max_runs=args.max_runs,
                              max_parked=args.max_parked, prefix=args.prefix, heartbeat_s=args.heartbeat,

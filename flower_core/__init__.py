@@ -13,6 +13,8 @@ _EXPORTS: dict[str, str] = {
     "Event": "flower_core.events",
     "EventKind": "flower_core.events",
     "EVENT_KINDS": "flower_core.events",
+    "PARTIAL": "flower_core.events",
+    "is_partial": "flower_core.events",
     "normalize": "flower_core.events",
     "json_safe": "flower_core.events",
     "Ask": "flower_core.human",
@@ -113,6 +115,7 @@ __all__ = [
     "MISSING_KEY",
     "NOT_YET",
     "ORACLE_RULES",
+    "PARTIAL",
     "ROUND_KEY",
     "UNREACHABLE",
     "VERDICT_KEY",
@@ -166,6 +169,7 @@ __all__ = [
     "has_credentials",
     "index_guard",
     "is_ephemeral",
+    "is_partial",
     "isolate_guard",
     "isolated",
     "json_safe",
@@ -190,7 +194,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from flower_core.devmodel import ModelDouble, cli_env, load_scenario
-    from flower_core.events import EVENT_KINDS, Event, EventKind, json_safe, normalize
+    from flower_core.events import EVENT_KINDS, PARTIAL, Event, EventKind, is_partial, json_safe, normalize
     from flower_core.goal_steps import (
         BRIEF_KEY,
         CLARIFY_RESUME,

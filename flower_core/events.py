@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 if TYPE_CHECKING:
     from flower_core.sdk_events import normalize
 
-__all__ = ["EVENT_KINDS", "Event", "EventKind", "context_of", "json_safe", "normalize"]
+__all__ = ["EVENT_KINDS", "PARTIAL", "Event", "EventKind", "PartialKind", "context_of", "is_partial", "json_safe",
+           "normalize"]
 
 EventKind = Literal[
     "text", "thinking", "prompt", "tool_call", "tool_result", "result", "error", "reset",
@@ -19,12 +20,24 @@ EventKind = Literal[
 
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)  # the same 15, spelled once
 
+# Words as the model writes them (``Runtime(partial_text=True)``): one "partial" event per text delta, with
+# the delta as its text. A kind of its own, outside the seed's 15, so every consumer written to the seed (which
+# keeps an ``else`` branch for kinds it does not know) ignores it; the complete "text" event still follows, so
+# StepResult.text and whoever only reads "text" see exactly what they saw before. Reader: PartialPayload.
+PartialKind = Literal["partial"]
+PARTIAL: PartialKind = "partial"
+
+
+def is_partial(ev: Event) -> bool:
+    """True for a partial-text event (a streamed delta): a consumer that does not stream skips it."""
+    return ev.kind == PARTIAL
+
 
 @dataclass
 class Event:
     """One thing that happened in a run. Front ends read kind/text/tool/payload, never raw."""
 
-    kind: EventKind
+    kind: EventKind | PartialKind
     text: str = ""
     tool: str = ""
     payload: dict[str, Any] = field(default_factory=dict)

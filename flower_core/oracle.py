@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import flower_core.roles as roles
-from flower_core.events import Event
+from flower_core.events import Event, is_partial
 from flower_core.payloads import AskPayload, StepPayload, ThreadPayload, ToolResultPayload
 
 ORACLE_OPENING = "Side question about a run in progress."
@@ -67,8 +67,10 @@ class Oracle:
     def observe(self, ev: Event) -> None:
         """An on_event sink: remember the event (the oldest fall off past ``window``), without its SDK message:
         the prompt reads kind, text and payload only, and a run that waits for hours (parked) need not keep
-        the CLI's raw messages alive (the init message alone is ~20 kB of parsed JSON)."""
-        self.events.append(Event(ev.kind, ev.text, ev.tool, ev.payload) if ev.raw is not None else ev)
+        the CLI's raw messages alive (the init message alone is ~20 kB of parsed JSON). Streamed words are
+        left out (the complete text follows them)."""
+        if not is_partial(ev):
+            self.events.append(Event(ev.kind, ev.text, ev.tool, ev.payload) if ev.raw is not None else ev)
 
     __call__ = observe
 

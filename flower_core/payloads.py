@@ -11,6 +11,9 @@ A key renamed by a writer is caught by the tests that read what the writers writ
     kind                  reader             fields                                         written by
     ───────────────────── ────────────────── ────────────────────────────────────────────── ──────────────────
     text thinking prompt  ThreadPayload      subagent, parent_tool_use_id, context          sdk_events
+    partial (not one of   PartialPayload     thread's + index (the content block's),        sdk_events
+      the seed's 15)                         requesting (a model request starts, no words)
+      the seed's 15)
     tool_call             ToolCallPayload    thread's + id, input, server                   sdk_events
     tool_result           ToolResultPayload  thread's + tool_use_id, is_error, server       sdk_events
     error                 ErrorPayload       thread's + synthetic, status                   sdk_events
@@ -52,7 +55,8 @@ from typing import Any, Self
 from flower_core.events import Event
 
 __all__ = ["ASK_FACT_KEYS", "ApprovalCall", "AskPayload", "BudgetFigures", "BudgetPayload", "CutOffCall",
-           "CutOffPayload", "ErrorPayload", "HandoffPayload", "InputNotePayload", "MailPayload", "ResetPayload",
+           "CutOffPayload", "ErrorPayload", "HandoffPayload", "InputNotePayload", "MailPayload", "PartialPayload",
+           "ResetPayload",
            "ResultPayload", "RetryPayload", "SharePayload", "StepPayload", "SystemPayload", "TaskPayload",
            "ThreadPayload", "ToolCallPayload", "ToolResultPayload"]
 
@@ -138,6 +142,16 @@ class ThreadPayload(_Reader):
     subagent: bool = False
     parent_tool_use_id: str = ""
     context: int = 0
+
+
+@dataclass(frozen=True)
+class PartialPayload(ThreadPayload):
+    """partial: one text delta of a model turn being written (the delta is ``Event.text``). ``index`` is the
+    content block it belongs to; the complete ``text`` event of that block follows once it is written.
+    ``requesting``: no words, a model request has just started (the CLI says so only when streaming)."""
+
+    index: int = 0
+    requesting: bool = False
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,14 @@ from claude_agent_sdk import (
     ToolUseBlock,
     UserMessage,
 )
-from claude_agent_sdk.types import ConversationResetMessage, ServerToolResultBlock, ServerToolUseBlock
+from claude_agent_sdk.types import (
+    ConversationResetMessage,
+    ServerToolResultBlock,
+    ServerToolUseBlock,
+    StreamEvent,
+)
 
-from flower_core.events import Event, EventKind, context_of, json_safe, short_str
+from flower_core.events import PARTIAL, Event, EventKind, context_of, json_safe, short_str
 
 __all__ = ["SYNTHETIC_MODEL", "normalize", "tool_summary"]
 
@@ -187,6 +192,10 @@ def _system(message: Any) -> list[Event]:
     data = data if isinstance(data, dict) else {}
     if subtype in ("compact_boundary", "microcompact_boundary"):
         return [_compact(message, subtype, data)]
+    if subtype == "status" and data.get("status") == "requesting":
+        # Sent by the CLI only with partial messages on, as each model request starts: part of the stream,
+        # so it is a partial event too (no words yet), and a consumer that does not stream sees what it did.
+        return [Event(PARTIAL, "", payload={**_thread(message), "index": 0, "requesting": True}, raw=message)]
     payload = {**json_safe(data), "subtype": subtype}
     return [Event("system", subtype, payload=payload, raw=message)]
 
@@ -232,7 +241,23 @@ def _task(message: Any) -> list[Event]:
     return [Event("task", name, payload=payload, raw=message)]
 
 
+def _stream(message: Any) -> list[Event]:
+    """A raw stream event (partial messages on): a text delta becomes one "partial" event, tagged like the
+    text it belongs to, with the content block's ``index``. Any other frame (message and block starts and
+    stops, thinking, a tool call's input as it forms, pings) is "unknown", like every shape normalize does
+    not read; the Runtime passes none of those on, since the complete message that follows says it all."""
+    event = getattr(message, "event", None)
+    delta = event.get("delta") if isinstance(event, dict) and event.get("type") == "content_block_delta" else None
+    text = delta.get("text") if isinstance(delta, dict) and delta.get("type") == "text_delta" else None
+    if not isinstance(text, str) or not text:
+        return [Event("unknown", type(message).__name__, raw=message)]
+    index = event.get("index") if isinstance(event, dict) else None
+    payload = {**_thread(message), "index": index if type(index) is int else 0}
+    return [Event(PARTIAL, str.__str__(text), payload=payload, raw=message)]
+
+
 _HANDLERS: dict[type, Callable[[Any], list[Event]]] = {
+    StreamEvent: _stream,
     AssistantMessage: _assistant,
     UserMessage: _user,
     ResultMessage: _result,

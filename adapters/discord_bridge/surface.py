@@ -27,7 +27,15 @@ from adapters.discord_bridge.errors import surface_errors
 from adapters.discord_bridge.files import file_for
 from adapters.discord_bridge.render import NO_MENTIONS, render
 from adapters.discord_bridge.reply import current_reply
-from adapters.platform import DISCORD, OutMessage, PermanentSurfaceError, PlatformLimits, PlatformSurface, ThreadRef
+from adapters.platform import (
+    DISCORD,
+    LiveText,
+    OutMessage,
+    PermanentSurfaceError,
+    PlatformLimits,
+    PlatformSurface,
+    ThreadRef,
+)
 
 __all__ = ["DELIVERED", "QUEUED", "REACTION_PREFIX", "DiscordSurface"]
 
@@ -35,6 +43,8 @@ log = logging.getLogger(__name__)
 
 REACTION_PREFIX = "react:"
 QUEUED, DELIVERED = "📨", "📬"
+CURSOR = " ▍"  # ends a message still being written
+TASK_MARKS = {"pending": "☐", "in_progress": "◐", "complete": "☑", "error": "✖"}  # a plan's checklist, tool calls
 
 
 class DiscordSurface(PlatformSurface):
@@ -76,6 +86,39 @@ class DiscordSurface(PlatformSurface):
             if not message_id.isdigit():
                 raise PermanentSurfaceError(f"not a Discord message id: {message_id!r}")
             await self._channel(where).get_partial_message(int(message_id)).edit(**rendered.edit_kwargs())
+
+    async def stream(self, thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
+        """A message being written: posted, then edited as it grows (the outbox paces the edits within the
+        channel's limits and coalesces the words between them); the last edit is the complete text."""
+        if live.earlier and message_id is not None:  # an earlier process left it streaming: keep its words
+            return await self._close_earlier(thread, message_id, live.note)
+        text = live.text
+        if live.done and live.note:
+            text = f"{text}\n\n*{live.note}*"
+        elif not live.done and not live.plan:
+            text += CURSOR
+        lines = [f"{TASK_MARKS.get(t.status, '•')} {t.title}" + (f" — {t.output}" if t.output else "")
+                 for t in live.tasks]
+        if lines:  # the plan as a checklist; a turn's tool calls under its words (when they fit: words first)
+            head = [f"**{live.title or 'Plan'}**"] if live.plan else []
+            with_tasks = "\n".join([*head, *lines]) if live.plan else f"{text}\n" + "\n".join(f"-# {x}" for x in lines)
+            text = with_tasks if live.plan or len(with_tasks) <= self.limits.text_max else text
+        if len(text) > self.limits.text_max:
+            text = text[: self.limits.text_max - 1] + "…"
+        msg = OutMessage(live.key, "live", text.strip() or "…", live="done" if live.done else "open")
+        if message_id is None:
+            return await self.post(thread, msg)
+        await self.update(thread, message_id, msg)
+        return message_id
+
+    async def _close_earlier(self, thread: ThreadRef, message_id: str, note: str) -> str:
+        if not message_id.isdigit():
+            raise PermanentSurfaceError(f"not a Discord message id: {message_id!r}")
+        async with surface_errors(f"close stream {message_id}"):
+            found = await self._channel(thread.thread or thread.channel).fetch_message(int(message_id))
+            text = found.content.removesuffix(CURSOR) + (f"\n\n*{note}*" if note else "")
+            await found.edit(content=text[: self.limits.text_max], allowed_mentions=NO_MENTIONS)
+        return message_id
 
     async def notify(self, thread: ThreadRef, user: str, text: str) -> None:
         reply = current_reply()

@@ -92,7 +92,8 @@ class Launcher:
     def launch(self, record: RunRecord, how: Launch = Launch()) -> LiveRun:
         """Show a run in its threads and start its run side through the transport (`how`: see Launch)."""
         plan = self.plan(record, how)
-        view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6])
+        view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6],
+                       owner=f"{record.thread.platform}:{record.owner}")
         view.status_card.round = record.round
         view.status_card.model, view.status_card.effort = plan.model or "", plan.effort or ""
         view.status_card.origin = record.origin

@@ -159,7 +159,8 @@ class Restarts:
         return live, ""
 
     async def _report_death(self, record: RunRecord, why: str) -> None:
-        view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6])
+        view = RunView(record.run_id, record.task, clock=self.clock, config=self.view, epoch=uuid.uuid4().hex[:6],
+                       owner=f"{record.thread.platform}:{record.owner}")
         view.status_card.state = "died"
         open_cards = len(CardLedger(record.run_dir).open_cards())
         asks = (f" Its {open_cards} open question{'s' if open_cards != 1 else ''} can still be answered on the "

@@ -28,7 +28,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from adapters.ops.procs import cli_children
-from adapters.platform import OutMessage, Surface, ThreadRef, TransientSurfaceError
+from adapters.platform import LiveText, OutMessage, Surface, ThreadRef, TransientSurfaceError, provides
 from adapters.transport.engine import EngineKit, RunEngine
 from adapters.transport.intents import RunLog
 from flower_core import Event
@@ -243,7 +243,18 @@ class CountingSurface:
         self.name, self.limits = inner.name, inner.limits
 
     def __getattr__(self, item: str) -> Any:
-        return getattr(self.inner, item)
+        got = getattr(self.inner, item)
+        if item == "stream" and provides(self.inner, "stream"):  # counted too, and still its own (provides)
+            async def stream(thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
+                try:
+                    streamed: str = await got(thread, message_id, live)
+                except Exception as exc:
+                    self.metrics.count_call(self.name, "stream", exc)
+                    raise
+                self.metrics.count_call(self.name, "stream")
+                return streamed
+            return stream
+        return got
 
     async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
         try:

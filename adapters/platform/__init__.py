@@ -14,7 +14,13 @@ A new platform writes a `PlatformSurface` subclass, its limits, and a test that 
 """
 
 from adapters.platform.contract import OPTIONAL_MEMBERS, PlatformSurface, Surface, as_platform, provides
-from adapters.platform.errors import PermanentSurfaceError, StartRefused, SurfaceError, TransientSurfaceError
+from adapters.platform.errors import (
+    PermanentSurfaceError,
+    StartRefused,
+    StreamRefused,
+    SurfaceError,
+    TransientSurfaceError,
+)
 from adapters.platform.limits import (
     DISCORD,
     ID_MAX,
@@ -29,11 +35,15 @@ from adapters.platform.limits import (
 from adapters.platform.messages import (
     BUTTON_STYLES,
     KINDS,
+    LIVE_STATES,
     RECEIPT_STATES,
+    TASK_STATES,
     TONES,
     Button,
     FileRef,
+    LiveText,
     OutMessage,
+    Task,
     ThreadRef,
 )
 
@@ -42,23 +52,28 @@ __all__ = [
     "DISCORD",
     "ID_MAX",
     "KINDS",
+    "LIVE_STATES",
     "MEMORY",
     "OPTIONAL_MEMBERS",
     "RECEIPT_STATES",
     "SLACK",
+    "TASK_STATES",
     "TONES",
     "WEB",
     "Button",
     "DiscordLimits",
     "FileRef",
+    "LiveText",
     "OutMessage",
     "PermanentSurfaceError",
     "PlatformLimits",
     "PlatformSurface",
     "SlackLimits",
     "StartRefused",
+    "StreamRefused",
     "Surface",
     "SurfaceError",
+    "Task",
     "ThreadRef",
     "TransientSurfaceError",
     "WebLimits",

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 from adapters.ids import MAX_LEN, decode, encode
 from adapters.platform.contract import as_platform, provides
-from adapters.platform.errors import PermanentSurfaceError, SurfaceError, TransientSurfaceError
-from adapters.platform.messages import KINDS, Button, OutMessage, ThreadRef
+from adapters.platform.errors import PermanentSurfaceError, StreamRefused, SurfaceError, TransientSurfaceError
+from adapters.platform.messages import KINDS, Button, LiveText, OutMessage, ThreadRef
 from adapters.platform.probe import Fault, Notes, Rig, Seen, Skip
 
 __all__ = ["CHECKS", "Check"]
@@ -190,7 +190,7 @@ async def notify_reaches_only_that_user(rig: Rig, notes: Notes) -> None:
 async def text_at_text_max_is_shown_whole(rig: Rig, notes: Notes) -> None:
     thread, n = rig.probe.thread, rig.surface.limits.text_max
     cut = []
-    for kind in sorted(KINDS):
+    for kind in sorted(KINDS - {"live"}):  # a live message is never posted: it is streamed (stream_* checks)
         text = words(n, f"end-of-{kind}")
         mid = await rig.surface.post(thread, OutMessage(f"conformance:long-{kind}", kind, text))
         if not shows(await seen(rig, thread, mid, f"a {kind} of {n} characters"), text):
@@ -283,6 +283,38 @@ async def direct_opens_a_private_thread_or_falls_back(rig: Rig, notes: Notes) ->
            "a card posted in the direct thread is not shown there")
 
 
+async def stream_grows_one_message_and_closes_it_whole(rig: Rig, notes: Notes) -> None:
+    """Words streamed into one message are shown there as they come and, closed, as the complete text;
+    a surface without `stream` reports its fallback (StreamRefused) and nothing is shown."""
+    p, surface = rig.probe, as_platform(rig.surface)
+    thread, before = p.thread, await p.shown(p.thread)
+    owner = f"{rig.surface.name}:{p.users[0]}"  # whom the words answer: a person of the platform
+    pieces = ["Streaming ", "words one ", "piece at a time", " — and the end."]
+    if not provides(rig.surface, "stream"):
+        try:
+            await surface.stream(thread, None, LiveText("conformance:live", pieces[0], pieces[0]))
+        except StreamRefused:
+            notes.fallback("stream", "StreamRefused: the agent's words are shown once each message is complete")
+            expect(await p.shown(thread) == before, "a refused stream left a message in the thread")
+            return
+        raise AssertionError("stream() of a surface without one of its own did not raise StreamRefused")
+    mid: str | None = None
+    text = ""
+    for piece in pieces[:-1]:
+        text += piece
+        mid = await surface.stream(thread, mid, LiveText("conformance:live", text, piece, owner=owner))
+        expect(isinstance(mid, str) and bool(mid), f"stream() gave {mid!r}, want the message's id")
+    assert mid is not None
+    expect(shows(await seen(rig, thread, mid, "a message being streamed"), text.strip()),
+           "the words streamed so far are not shown in the message")
+    whole = text + pieces[-1]
+    closed = await surface.stream(thread, mid, LiveText("conformance:live", whole, pieces[-1], done=True,
+                                                        owner=owner))
+    expect(closed == mid, f"closing the stream gave id {closed!r}, want the same message {mid!r}")
+    expect(shows(await seen(rig, thread, mid, "a closed stream"), whole), "the closed message is not the whole text")
+    expect(await p.shown(thread) == before + 1, "one streamed message became several messages")
+
+
 CHECKS: dict[str, Check] = {check.__name__: check for check in (
     post_returns_an_id,
     each_post_is_a_message_of_its_own,
@@ -299,4 +331,5 @@ CHECKS: dict[str, Check] = {check.__name__: check for check in (
     agent_text_never_pings,
     place_names_the_platform,
     direct_opens_a_private_thread_or_falls_back,
+    stream_grows_one_message_and_closes_it_whole,
 )}

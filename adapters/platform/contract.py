@@ -20,7 +20,16 @@ member                         required  called by     fallback (what a platform
 ``direct(user) -> ThreadRef``  no        hub (DMs)     ``None``: this platform cannot open a direct
                                                        message, so a question that waited stays where
                                                        it is
+``stream(thread, id, live)``   no        outbox        ``StreamRefused``: the thread shows the agent's
+  ``-> id``                                            words once each message is complete, as ordinary
+                                                       prose (what every thread showed before streaming)
 =============================  ========  ============  ==================================================
+
+`stream` shows one message as it is being written (`LiveText`): called first with ``id=None`` to start
+it (return its id), then with that id as words arrive (paced and coalesced by the outbox), and last
+with ``live.done`` to close it with its complete text. A platform that appends (Slack's
+chat.appendStream) sends ``live.new``; one that edits (Discord, the web page) shows ``live.text``. It
+raises `StreamRefused` when the platform will not stream in that place; the outbox then falls back.
 
 Two Protocols draw that table. `Surface` holds the required members: it is what the outbox needs
 and what `isinstance(x, Surface)` checks at runtime, so a test double with just those five members
@@ -39,8 +48,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from adapters.platform.errors import StreamRefused
 from adapters.platform.limits import PlatformLimits
-from adapters.platform.messages import OutMessage, ThreadRef
+from adapters.platform.messages import LiveText, OutMessage, ThreadRef
 
 __all__ = ["OPTIONAL_MEMBERS", "PlatformSurface", "Surface", "as_platform", "provides"]
 
@@ -48,6 +58,7 @@ __all__ = ["OPTIONAL_MEMBERS", "PlatformSurface", "Surface", "as_platform", "pro
 OPTIONAL_MEMBERS: dict[str, str] = {
     "place": "the platform's name",
     "direct": "None: this platform cannot open a direct message",
+    "stream": "StreamRefused: the agent's words are shown once each message is complete",
 }
 
 
@@ -87,6 +98,11 @@ class PlatformSurface(Surface, Protocol):
         long. Fallback: None, this platform cannot open one."""
         return None
 
+    async def stream(self, thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
+        """Start (``message_id`` None), grow, or close (``live.done``) a message being written; return its
+        id. Fallback: StreamRefused, the outbox shows the words as ordinary prose once complete."""
+        raise StreamRefused(f"{self.name} does not stream messages")
+
 
 def provides(surface: Surface, member: str) -> bool:
     """Whether `member` gives something of the surface's own rather than its fallback: a `place`
@@ -97,9 +113,9 @@ def provides(surface: Surface, member: str) -> bool:
     full = as_platform(surface)
     if member == "place":
         return full.place != full.name
-    if isinstance(full, _WithFallbacks):
-        return getattr(full.inner, "direct", None) is not None
-    return getattr(full.direct, "__func__", None) is not PlatformSurface.direct
+    own = getattr(full.inner if isinstance(full, _WithFallbacks) else full, member, None)
+    # A wrapper passes on the inner surface's member, which may itself be PlatformSurface's fallback.
+    return own is not None and getattr(own, "__func__", None) is not getattr(PlatformSurface, member)
 
 
 def as_platform(surface: Surface) -> PlatformSurface:
@@ -135,6 +151,13 @@ class _WithFallbacks(PlatformSurface):
             return None
         thread: ThreadRef | None = await own(user)
         return thread
+
+    async def stream(self, thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
+        own = getattr(self.inner, "stream", None)
+        if own is None:
+            raise StreamRefused(f"{self.name} does not stream messages")
+        got: str = await own(thread, message_id, live)
+        return got
 
     async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
         return await self.inner.post(thread, msg)

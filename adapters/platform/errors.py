@@ -9,7 +9,7 @@ escaping a surface is a bug in it (`run_surface_conformance` checks that none do
 
 from __future__ import annotations
 
-__all__ = ["PermanentSurfaceError", "StartRefused", "SurfaceError", "TransientSurfaceError"]
+__all__ = ["PermanentSurfaceError", "StartRefused", "StreamRefused", "SurfaceError", "TransientSurfaceError"]
 
 
 class SurfaceError(Exception):
@@ -26,6 +26,11 @@ class TransientSurfaceError(SurfaceError):
 
 class PermanentSurfaceError(SurfaceError):
     """Retrying the same call will not help (bad request, missing permission, message deleted)."""
+
+
+class StreamRefused(PermanentSurfaceError):
+    """This platform will not stream a message here (an older workspace, an app not set up for it, a
+    surface without `stream`): the outbox shows the thread's words as ordinary messages from then on."""
 
 
 class StartRefused(Exception):

@@ -39,6 +39,14 @@ class PlatformLimits:
     # Agent prose longer than this many messages goes as one file with a preview (adapters/longoutput.py);
     # 0: never (the platform does not upload files, or shows long text well).
     file_after_parts: int = 0
+    # Ours: a message being streamed (Surface.stream) grows at most once per this many seconds; the words
+    # that arrive meanwhile are sent together. Its calls also spend the edit bucket (the start: a post).
+    stream_every_s: float = 1.0
+    # Starting a streamed message, and growing or closing one, when the platform limits those apart from
+    # posts and edits (Slack: chat.startStream is Tier 2, about 20 a minute; chat.appendStream Tier 4, 100+);
+    # 0: a start spends the post bucket, a growth the edit bucket.
+    stream_starts_per_min: float = 0.0
+    stream_grows_per_min: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,8 @@ class WebLimits(PlatformLimits):
 # chat.postMessage ~1/s per channel with short bursts; chat.update is Tier 3 (50+/min). Button text
 # max 75; an actions block holds 25 elements; header text 150; a section holds 10 fields; action_id 255.
 SLACK = SlackLimits(text_max=3000, post_per_s=1.0, post_burst=3, update_per_min=50.0, update_burst=5,
-                    buttons_max=25, button_label_max=75, title_max=150, fields_max=10, id_max=255, file_after_parts=3)
+                    buttons_max=25, button_label_max=75, title_max=150, fields_max=10, id_max=255, file_after_parts=3,
+                    stream_starts_per_min=20.0, stream_grows_per_min=100.0)
 
 # Discord: content 2,000; the per-channel message route allows about 5 requests per 5 s, edits share
 # a similar bucket. 5 action rows x 5 buttons; label max 80; embed title max 256; embed fields 25;
@@ -107,11 +116,11 @@ DISCORD = DiscordLimits(text_max=2000, post_per_s=1.0, post_burst=5, update_per_
 # We are the platform: no rate limit worth the name, and long texts are fine in a browser. The
 # outbox still paces bursts (coalescing status edits), which keeps the page calm.
 WEB = WebLimits(text_max=20_000, post_per_s=50.0, post_burst=100, update_per_min=6000.0, update_burst=100,
-                buttons_max=25, button_label_max=80, title_max=300, fields_max=25)
+                buttons_max=25, button_label_max=80, title_max=300, fields_max=25, stream_every_s=0.1)
 
 # In-memory double for tests and the terminal: generous, never the bottleneck.
 MEMORY = PlatformLimits(text_max=4000, post_per_s=1000.0, post_burst=1000, update_per_min=60000.0,
-                        update_burst=1000)
+                        update_burst=1000, stream_every_s=0.0)
 
 # One id codec serves every platform, so an id must fit the strictest (Discord's custom_id).
 ID_MAX = min(limits.id_max for limits in (SLACK, DISCORD, WEB))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["BUTTON_STYLES", "KINDS", "TONES", "Button", "FileRef", "OutMessage", "ThreadRef"]
+__all__ = ["BUTTON_STYLES", "KINDS", "LIVE_STATES", "TASK_STATES", "TONES", "Button", "FileRef", "LiveText",
+           "OutMessage", "Task", "ThreadRef"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,29 @@ class Button:
 
 # status: the run's card, edited in place; prose: main-thread speech; ask: a question card;
 # receipt: inbox mail acknowledgement; notice: handoff/retry/error/reset lines; oracle: a side answer;
-# summary: the final card.
-KINDS = frozenset({"status", "prose", "ask", "receipt", "notice", "oracle", "summary"})
+# summary: the final card; live: main-thread speech while it is written (only threads whose surface
+# streams show it: see `LiveText`).
+KINDS = frozenset({"status", "prose", "ask", "receipt", "notice", "oracle", "summary", "live"})
+# A live message's state: open (words still coming), said (its words are complete; its tasks may still
+# move), done (closed, complete), cut (it ended unfinished: an interrupt, a restart; the text is what was
+# written and `LiveText.note` says why).
+LIVE_STATES = frozenset({"", "open", "said", "done", "cut"})
+# A task's state (Slack's task_update statuses): a tool call in flight, done, failed; a plan's item to do.
+TASK_STATES = ("pending", "in_progress", "complete", "error")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One line of work shown with a live message: a tool call (its summary), or an item of the agent's plan."""
+
+    id: str
+    title: str
+    status: str = "in_progress"
+    output: str = ""  # a short line of what came of it (a failed call's error)
+
+    def __post_init__(self) -> None:
+        if self.status not in TASK_STATES:
+            raise ValueError(f"Task status must be one of {TASK_STATES}, got {self.status!r}")
 # How a message should look where a platform can colour it (Discord embed colour, a Slack mark, a CSS
 # class): "" neutral, "warning" (e.g. a run past 80% of its cost cap), "danger" (at it); how a run ended
 # adds "success", "muted" and "info" (adapters/view/endings.py).
@@ -112,6 +134,17 @@ class OutMessage:
     state: str = ""
     # A file posted with the message (`share`); the text stays complete without it.
     attachment: FileRef | None = None
+    # kind "live": one of LIVE_STATES. The text is everything written so far.
+    live: str = ""
+    # kind "prose": the live messages whose complete words this prose holds. A thread that showed every
+    # one of them as it was written does not post the prose again.
+    live_keys: tuple[str, ...] = ()
+    # kind "live": whom the words answer, the run's owner as "platform:user" (Slack streams to a recipient).
+    owner: str = ""
+    # kind "live": the work shown with the words (tool calls), or, with `plan`, the agent's plan (its to-do
+    # list, `title` its heading) shown together as a checklist.
+    tasks: tuple[Task, ...] = ()
+    plan: bool = False
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -122,3 +155,31 @@ class OutMessage:
             raise ValueError(f"OutMessage tone must be one of {sorted(TONES)}, got {self.tone!r}")
         if self.state not in RECEIPT_STATES:
             raise ValueError(f"OutMessage state must be one of {sorted(RECEIPT_STATES)}, got {self.state!r}")
+        if self.live not in LIVE_STATES or (self.kind == "live") != bool(self.live):
+            raise ValueError(f"OutMessage live must be one of {sorted(LIVE_STATES - {''})} exactly when kind is "
+                             f"'live', got kind {self.kind!r} live {self.live!r}")
+
+
+@dataclass(frozen=True)
+class LiveText:
+    """What `Surface.stream` is given: one message being written, as the outbox paces it.
+
+    `text` is the message's whole text so far and `new` what it gained since the surface's last call for
+    this message (a platform that appends sends `new`; one that edits shows `text`). `done` closes the
+    message: `text` is then its complete, final text (`note`, when set, is a short line to end it with: why
+    it stopped early). `owner` is whom the words answer: the run's owner as "platform:user". `tasks` are the
+    tool calls shown with the words, or with `plan` the items of the agent's plan (then `title` heads it).
+    """
+
+    key: str
+    text: str
+    new: str
+    done: bool = False
+    note: str = ""
+    owner: str = ""
+    tasks: tuple[Task, ...] = ()  # every task of the message as it stands (platforms send what changed)
+    plan: bool = False  # the tasks are a plan: shown together as one checklist (Slack task_display_mode "plan")
+    title: str = ""  # a plan's heading
+    # A message an earlier process was streaming (a restart cut it): close it keeping the words it shows,
+    # ending with `note`; `text` and `tasks` are unknown here (empty).
+    earlier: bool = False

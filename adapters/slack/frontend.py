@@ -186,6 +186,7 @@ class SlackFrontend:
                 raise SlackStartError(f"Slack refused SLACK_BOT_TOKEN at auth.test ({_why(exc)})") from None
             self.ctx.bot_user_id = str(auth.get("user_id") or "")
             self.ctx.team_url = str(auth.get("url") or "")
+            self.surface.streams.team_id = str(auth.get("team_id") or "")  # streams name their recipient's team
             if self.settings.mode == "socket":
                 await self._connect_socket()
             else:

@@ -39,6 +39,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.platform import (
     SLACK,
+    LiveText,
     OutMessage,
     PermanentSurfaceError,
     PlatformLimits,
@@ -51,6 +52,7 @@ from adapters.slack.errors import is_code, slack_call
 from adapters.slack.files import FILE_ID, post_file
 from adapters.slack.render import render
 from adapters.slack.sessions import AgentSessions, state_of
+from adapters.slack.streams import SlackStreams
 from adapters.slack.text import mrkdwn_escape
 from adapters.view.status import FINAL_STATES
 
@@ -89,6 +91,7 @@ class SlackSurface(PlatformSurface):
         self._held: dict[tuple[str, str], tuple[float, bool]] = {}
         self.status_edits: Coalescer[tuple[ThreadRef, str], OutMessage] = Coalescer(
             self._send_status, window_s=status_window_s, name="slack status card")
+        self.streams = SlackStreams(client, lambda method, call: self._call(method, call, held=""))
 
     # ---- the Surface contract (all of it: place and direct too) --------------------------------
     async def post(self, thread: ThreadRef, msg: OutMessage) -> str:
@@ -125,6 +128,10 @@ class SlackSurface(PlatformSurface):
         await self._call("chat.update", self.client.chat_update(channel=thread.channel, ts=message_id, blocks=blocks,
                                                                 text=text), held=thread.channel)
         self._saw(thread, msg)
+
+    async def stream(self, thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
+        """The agent's words as they are written: chat.startStream / appendStream / stopStream (streams.py)."""
+        return await self.streams.stream(thread, message_id, live)
 
     async def close(self, timeout: float = 5.0) -> None:
         """Send the status-card edits still waiting (bounded by `timeout`)."""

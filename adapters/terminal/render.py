@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from flower_core import Event
+from flower_core import Event, is_partial
 from flower_core.payloads import (
     AskPayload,
     BudgetPayload,
@@ -85,6 +85,7 @@ class Render:
         self._lock = threading.Lock()
         self._shown_asks: set[str] = set()
         self._budget_warned = False  # the 80%-of-the-cap line is printed once
+        self._words = ""  # the main thread's words printed as they were written, their line not yet ended
         self.ui_errors: list[BaseException] = []
 
     # -- output -----------------------------------------------------------------------------
@@ -113,18 +114,36 @@ class Render:
                 text, tone = (item, "") if isinstance(item, str) else item
                 out.append(self._styled(text, tone))
             with self._lock:
-                self.stream.write("\n".join(out) + "\n")
+                ended, self._words = "\n" if self._words else "", ""  # words being written end their line first
+                self.stream.write(ended + "\n".join(out) + "\n")
                 self.stream.flush()
         except Exception as exc:  # the UI is never allowed to break the run
             self.ui_errors.append(exc)
+
+    def _raw(self, text: str, words: str) -> None:
+        with self._lock:
+            self.stream.write(text)
+            self.stream.flush()
+            self._words = words
 
     def say(self, text: str, tone: str = "") -> None:
         """One notice from the front end itself (receipts, warnings)."""
         self.write([(line, tone) for line in text.split("\n")])
 
     def __call__(self, ev: Event) -> None:
-        """The on_event sink: synchronous, quick, never raises."""
+        """The on_event sink: synchronous, quick, never raises. Words being written (partial events) print as
+        they arrive; the complete text then prints only what they had not shown."""
         try:
+            if is_partial(ev):
+                if ev.text and not ThreadPayload.of(ev).subagent:
+                    text = clean(ev.text)
+                    self._raw(text, self._words + text)
+                return
+            if ev.kind == "text" and self._words and not ThreadPayload.of(ev).subagent:
+                whole, printed = clean(ev.text).rstrip(), self._words
+                if whole.startswith(printed) or (printed.startswith(whole) and not printed[len(whole):].strip()):
+                    self._raw(whole[len(printed):] + "\n", "")
+                    return
             self.write(self.lines(ev))
         except Exception as exc:
             self.ui_errors.append(exc)

@@ -21,10 +21,14 @@ from adapters.transport.engine import EngineKit, RunEngine
 from adapters.transport.intents import Intent, IntentReply, Op, Settled
 from adapters.transport.plan import RunPlan
 from adapters.transport.redis_log import HeldLog, Logged
-from flower_core import Event
-from flower_core.payloads import AskPayload, BudgetPayload, SystemPayload
+from flower_core import Event, is_partial
+from flower_core.payloads import AskPayload, BudgetPayload, PartialPayload, SystemPayload
 
 log = logging.getLogger(__name__)
+
+# Partial events (words being written) go out at most this often per run, each the words gathered since:
+# a fleet of chatty runs does not flood the events stream, and the front shows the same words.
+PARTIAL_EVERY_S = 0.25
 
 
 @dataclass
@@ -82,8 +86,14 @@ class HeldSink:
         self.step: Event | None = None
         self.park: Event | None = None
         self.asks: dict[str, Event] = {}
+        self._words: Event | None = None  # partial events gathered, not yet published
+        self._timer: asyncio.TimerHandle | None = None
 
     def on_event(self, ev: Event) -> None:
+        if is_partial(ev):
+            self._gather(ev)
+            return
+        self._flush_words()  # the words written before this event go out before it
         h = self.held
         subtype = SystemPayload.of(ev).subtype if ev.kind == "system" else ""
         total = BudgetPayload.of(ev).total if subtype == "budget" else None
@@ -104,6 +114,32 @@ class HeldSink:
                 self.asks.pop(ask.id, None)
         self.worker.publish(h, wire.event_fields(h.run_id, h.gen, self.worker.name, h.next_seq(), ev))
 
+    def _gather(self, ev: Event) -> None:
+        """Join a partial event to the ones waiting when it continues them (same thread and block)."""
+        got = self._words
+        if got is not None:
+            a, b = PartialPayload.of(got), PartialPayload.of(ev)
+            if (a.subagent, a.parent_tool_use_id, a.index, a.requesting) == (
+                    b.subagent, b.parent_tool_use_id, b.index, b.requesting):
+                self._words = Event(got.kind, got.text + ev.text, payload=got.payload)
+                return
+            self._flush_words()
+        self._words = Event(ev.kind, ev.text, payload=dict(ev.payload))
+        if self._timer is None:
+            try:
+                self._timer = asyncio.get_running_loop().call_later(PARTIAL_EVERY_S, self._flush_words)
+            except RuntimeError:  # no loop: out now
+                self._flush_words()
+
+    def _flush_words(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        got, self._words = self._words, None
+        if got is not None:
+            h = self.held
+            self.worker.publish(h, wire.event_fields(h.run_id, h.gen, self.worker.name, h.next_seq(), got))
+
     def replay(self) -> None:
         """A front began following this run again (it restarted): say again where the run is — its
         step, whether it is parked, and the questions still open (the same ids, so the same cards)."""
@@ -117,6 +153,7 @@ class HeldSink:
         self.worker.publish(h, wire.note_fields("step", h.run_id, h.gen, self.worker.name, h.next_seq(), name=name))
 
     async def ended(self, end: RunEnd) -> None:
+        self._flush_words()
         await self.worker.ended(self.held, end)
 
     def handed_over(self, holder: str, previous: str) -> None:  # the run side is never handed over

@@ -10,6 +10,10 @@ context level, the cost) are folded into one card edit per `status_every_s`, and
 is gathered for `prose_linger_s` (or until a card, notice or step needs to follow it) and posted
 as one message. Milestones (state or step changes, questions, the end) go out at once. The hub
 calls `tick()` when `due_in()` says so, to flush what is waiting without a new event.
+
+A run that streams (its events include "partial" ones) also gets live messages (live.py): each model
+turn's words as they are written and its tool calls as tasks, and the agent's plan as a checklist.
+Threads that stream show those instead of the same words' prose; the rest ignore them.
 """
 
 from __future__ import annotations
@@ -30,16 +34,18 @@ import adapters.view.summary as summary
 from adapters.platform import OutMessage
 from adapters.view.approval_card import whole_diff
 from adapters.view.asks import AskCard
+from adapters.view.live import PLAN_TOOL, LiveTurn
 from adapters.view.prose import ProseBuffer
 from adapters.view.receipts import Receipts
 from adapters.view.status import StatusCard
 from adapters.view.summary import RunOutcome
-from flower_core import Event
+from flower_core import Event, is_partial
 from flower_core.payloads import (
     AskPayload,
     BudgetPayload,
     HandoffPayload,
     MailPayload,
+    PartialPayload,
     ResetPayload,
     ResultPayload,
     RetryPayload,
@@ -47,9 +53,14 @@ from flower_core.payloads import (
     StepPayload,
     SystemPayload,
     ThreadPayload,
+    ToolCallPayload,
+    ToolResultPayload,
 )
 
 ASK_TOOL = "mcp__human__ask"
+# What ends the model's turn: its live message closes (a new request starting does too). An ask or a mail
+# comes from a person, any time; tool calls and their results belong to the turn.
+_ENDS_TURN = frozenset({"thinking", "prompt", "result", "error", "reset", "step", "retry", "handoff"})
 
 
 @dataclass(frozen=True)
@@ -67,8 +78,10 @@ class RunView:
     never raises (a bug here must not reach the run: it is counted in `errors`)."""
 
     def __init__(self, run_id: str, task: str, *, clock: Callable[[], float] = time.monotonic,
-                 config: ViewConfig | None = None, epoch: str = "0", started_at: float | None = None) -> None:
+                 config: ViewConfig | None = None, epoch: str = "0", started_at: float | None = None,
+                 owner: str = "") -> None:
         self.run_id, self.epoch = run_id, epoch
+        self.owner = owner  # "platform:user": whom the agent's words answer (live messages carry it)
         self.cfg = config or ViewConfig()
         self._clock = clock
         now = clock()
@@ -89,6 +102,8 @@ class RunView:
         self._receipts = Receipts(epoch, self.cfg.who)
         self._trouble: dict[str, Any] | None = None
         self._handoff_key: str | None = None
+        self.streaming = False  # the run streams (a partial event came): live messages from then on (live.py)
+        self._live = LiveTurn(epoch, owner)
 
     # ---- events -------------------------------------------------------------------------------
     def on_event(self, ev: Event) -> list[OutMessage]:
@@ -106,12 +121,35 @@ class RunView:
         said = ThreadPayload.of(ev)
         sub = said.subagent
         milestone = self._context(said.context, sub)
+        if is_partial(ev):  # words being written: a live message, shown by threads that stream
+            if not sub:
+                self.streaming = True
+                if PartialPayload.of(ev).requesting:
+                    self._end_turn(out)  # the model is asked again: the turn before is over
+                elif ev.text:
+                    out.append(self._live.words(ev.text))
+                    if self._progress():  # the first words after a start or an interrupt: running again
+                        self._due(now, out, force_status=True)
+            return out
+        if not sub and kind in _ENDS_TURN:
+            self._end_turn(out)
         if kind == "text":
             if not sub and ev.text.strip():
                 milestone |= self._progress()
-                self._add_prose(ev.text, now, out)
+                said_live = self._live.said(ev.text) if self.streaming else None
+                if said_live is not None:
+                    out.append(said_live[0])
+                self._add_prose(ev.text, now, out, said_live[1] if said_live else "")
+        elif kind == "tool_result":
+            if not sub and self.streaming:
+                result = ToolResultPayload.of(ev)
+                out.extend(m for m in [self._live.result(result.tool_use_id, result.is_error, ev.text)] if m)
         elif kind == "tool_call":
             milestone |= self._progress(sub)
+            if not sub and self.streaming and ev.tool != ASK_TOOL:
+                call = ToolCallPayload.of(ev)
+                live = self._live.plan(call.input) if ev.tool == PLAN_TOOL else None
+                out.append(live or self._live.call(call.id, ev.tool, ev.text))
             if ev.tool != ASK_TOOL:
                 line = f"{fmt.tool_name(ev.tool)} {fmt.one_line(ev.text, 60)}"
                 self.status_card.tools.append(("↳ " if sub else "") + line)
@@ -131,6 +169,8 @@ class RunView:
             elif ask.kind == "share":  # a file the agent posted (shares.py)
                 out.extend(m for m in [shares.shared(self.run_id, SharePayload.of(ev))] if m is not None)
             else:
+                if ask.state in ("", "asked"):
+                    self._end_turn(out)  # the turn waits on a person now: its message closes, the card follows
                 milestone |= self._ask_event(ev, ask, out)
         elif kind == "handoff":
             self._flush_prose(out)
@@ -152,6 +192,7 @@ class RunView:
             if subtype == "budget":
                 milestone |= self._budget(BudgetPayload.of(ev), out)
             else:
+                self._end_turn(out)  # no CLI while parked: nothing of the turn stays streaming
                 milestone |= self._parking(subtype == "parked")
         # thinking, tool_result, prompt, system, task, unknown and kinds added later: not for the thread
         self._due(now, out, force_status=milestone)
@@ -245,6 +286,8 @@ class RunView:
         """The run ended: flush prose, close open cards, final status, summary."""
         out: list[OutMessage] = []
         try:
+            self._end_turn(out)
+            out.extend(m for m in [self._live.end_plan()] if m)
             self._flush_prose(out)
             if outcome.state != "died":  # a run that died with the bot keeps its questions open for a wake
                 for card in list(self._cards.values()):
@@ -291,10 +334,15 @@ class RunView:
             return True
         return False
 
-    def _add_prose(self, text: str, now: float, out: list[OutMessage]) -> None:
-        earlier = self._prose.add(text, now, lambda: self._key("prose"))
+    def _add_prose(self, text: str, now: float, out: list[OutMessage], live: str = "") -> None:
+        earlier = self._prose.add(text, now, lambda: self._key("prose"), live)
         if earlier is not None:
             out.append(earlier)
+
+    def _end_turn(self, out: list[OutMessage]) -> None:
+        closed = self._live.close()
+        if closed is not None:
+            out.append(closed)
 
     def _flush_prose(self, out: list[OutMessage]) -> None:
         if self._prose:

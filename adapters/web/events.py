@@ -18,6 +18,11 @@ A log met for the first time starts its seqs from the wall clock in microseconds
 increasing even without a store (or after one was lost): a client that kept its last seq never
 mistakes the new log's events for ones it has seen. Readers wait on an `asyncio.Event` the log sets
 on every append (`waiter()`), then read by cursor: no per-reader queue can grow without bound.
+
+Partial events (the model's words as they are written) get no seq and are never stored: the log keeps
+only the main thread's words being written now (`writing`: the text so far and the seq it follows),
+cleared by the next event. A reader that asks for them (`?partial=1`) is shown that; everyone else
+sees exactly the events and seqs they saw before streaming existed.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, overload
 
 from adapters.platform.limits import WEB
-from flower_core import Event
+from flower_core import Event, is_partial
+from flower_core.payloads import PartialPayload
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +127,7 @@ class EventLog:
         self.gone_upto = self.base  # every seq <= this that existed here has been pushed out
         self.saved = self.base  # the newest seq written to the store (when there is one)
         self.total = 0
+        self.writing: dict[str, Any] | None = None  # {"after": seq, "text": words so far}: see partial()
         self._waiters: set[asyncio.Event] = set()
 
     @classmethod
@@ -139,7 +146,17 @@ class EventLog:
         made.last = made.saved = kept[-1][0] if kept else made.gone_upto
         return made
 
+    def partial(self, ev: Event) -> None:
+        """Words of the main thread being written: kept (no seq, no store) until the next event."""
+        if PartialPayload.of(ev).subagent or not ev.text:
+            return
+        now = self.writing or {"after": self.last, "text": ""}
+        self.writing = {"after": now["after"], "text": _clip(now["text"] + str(ev.text), WEB.event_text_max)}
+        for w in self._waiters:
+            w.set()
+
     def append(self, ev: Event) -> dict[str, Any]:
+        self.writing = None
         record = event_record(self.last + 1, ev)
         text = json.dumps(record)  # before any change (the two deques stay aligned); ASCII: no stray surrogate
         if len(self.items) == self.items.maxlen:
@@ -211,6 +228,9 @@ class EventLogs:
         try:
             found = self.get(run_id, create=True)
             assert found is not None
+            if is_partial(ev):
+                found.partial(ev)
+                return
             found.append(ev)
             if self.store is not None:
                 self._dirty[run_id] = found

@@ -55,7 +55,9 @@ def message_json(msg: OutMessage) -> dict[str, Any]:
             "fields": [[k, v] for k, v in msg.fields],
             "buttons": [{"label": b.label, "action_id": b.action_id, "style": b.style} for b in msg.buttons],
             "important": msg.important, "origin": msg.origin, "tone": getattr(msg, "tone", ""),
-            "file": file_json(msg)}
+            "file": file_json(msg), **({"live": msg.live} if msg.live else {}),
+            **({"tasks": [{"id": t.id, "title": t.title, "status": t.status, "output": t.output} for t in msg.tasks]}
+               if msg.tasks else {}), **({"plan": True} if msg.plan else {})}
 
 
 def stamped(body: dict[str, Any], now: float | None = None) -> dict[str, Any]:

@@ -8,6 +8,9 @@ events after N existed but the log (a deque with maxlen) no longer holds them; `
 cursor to use next. At most PAGE_MAX events per answer: ask again from `last`. With the bot's state
 store the log outlives the process (adapters/web/events.py): after a restart the same events come
 back with the same seqs, and a woken run's new ones continue above them.
+
+`?partial=1` adds "writing": the main thread's words being written now ({"after": seq, "text"}, or
+null), and the WebSocket then sends a frame whenever those words grow. Without it, nothing changes.
 """
 
 from __future__ import annotations
@@ -21,22 +24,26 @@ from aiohttp import WSMsgType, web
 from adapters.web.context import WebContext, context_of, record_of
 from adapters.web.inbound import after_cursor
 
-__all__ = ["PAGE_MAX", "after_param", "events_frame", "routes"]
+__all__ = ["PAGE_MAX", "after_param", "events_frame", "partial_param", "routes"]
 
 PAGE_MAX = 1000
 
 
 async def events(request: web.Request) -> web.Response:
     record = record_of(request)
-    body, _ = events_frame(context_of(request), record.run_id, after_param(request))
+    body, _ = events_frame(context_of(request), record.run_id, after_param(request), partial=partial_param(request))
     return web.Response(text=body, content_type="application/json")
+
+
+def partial_param(request: web.Request) -> bool:
+    return request.query.get("partial", "") in ("1", "true", "yes")
 
 
 def after_param(request: web.Request) -> int:
     return after_cursor(request.query.get("after", "0"))
 
 
-def events_frame(ctx: WebContext, run_id: str, after: int) -> tuple[str, dict[str, Any]]:
+def events_frame(ctx: WebContext, run_id: str, after: int, *, partial: bool = False) -> tuple[str, dict[str, Any]]:
     """The events answer as JSON text, and its fields besides the events (plus "count").
 
     Events are joined from their JSON encoded once when logged: ten pages following a run cost
@@ -53,13 +60,15 @@ def events_frame(ctx: WebContext, run_id: str, after: int) -> tuple[str, dict[st
         page = log.after(after, PAGE_MAX)
         meta.update(dropped=page.dropped, first=page.first, last=page.last)
         texts = page.texts
+    if partial:
+        meta["writing"] = log.writing if log is not None else None
     body = '{"events": [' + ",".join(texts) + "], " + json.dumps(meta)[1:]
     return body, {**meta, "count": len(texts)}
 
 
 async def run_ws(request: web.Request) -> web.WebSocketResponse:
     ctx, record = context_of(request), record_of(request)
-    cursor = after_param(request)
+    cursor, partial = after_param(request), partial_param(request)
     ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=64 * 1024)
     await ws.prepare(request)
     log = ctx.events.get(record.run_id, create=True)
@@ -68,14 +77,15 @@ async def run_ws(request: web.Request) -> web.WebSocketResponse:
     ctx.sockets.add(ws)
     reader = asyncio.create_task(_drain(ws, wake))
     try:
-        first, last_status = True, ("", False)
+        first, last_status, last_writing = True, ("", False), None
         while not ws.closed:
             wake.clear()
-            body, frame = events_frame(ctx, record.run_id, cursor)
+            body, frame = events_frame(ctx, record.run_id, cursor, partial=partial)
             status = (frame["status"], frame["live"])
-            if first or frame["count"] or status != last_status:
+            writing = frame.get("writing")
+            if first or frame["count"] or status != last_status or writing != last_writing:
                 await ws.send_str(body)
-                first, last_status, cursor = False, status, frame["last"]
+                first, last_status, cursor, last_writing = False, status, frame["last"], writing
                 if frame["count"] >= PAGE_MAX:
                     continue  # more to catch up on before waiting
             await wake.wait()

@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adapters.platform import WEB, OutMessage, PermanentSurfaceError, PlatformSurface, ThreadRef
+from adapters.platform import (
+    TASK_STATES,
+    WEB,
+    LiveText,
+    OutMessage,
+    PermanentSurfaceError,
+    PlatformSurface,
+    Task,
+    ThreadRef,
+)
 from adapters.web.render import message_json, stamped
 
 __all__ = ["WEB", "Watcher", "WebSurface"]
@@ -133,6 +142,36 @@ class WebSurface(PlatformSurface):
         if cur.rowcount != 1:
             raise PermanentSurfaceError(f"message {message_id} not found in {thread}")
         self._changed(thread, body)
+
+    async def stream(self, thread: ThreadRef, message_id: str | None, live: LiveText) -> str:
+        """A message being written: stored and shown like any message (kind "live", `live` open, then done),
+        so a page sees its words grow over the WebSocket it already has, and one opened later sees them too."""
+        if live.earlier and message_id is not None:  # an earlier process left it streaming: keep its words
+            return await self._close_earlier(thread, message_id, live.note)
+        text = f"{live.text}\n\n_{live.note}_" if live.done and live.note else live.text
+        msg = OutMessage(live.key, "live", text, live="done" if live.done else "open", tasks=live.tasks,
+                         plan=live.plan, title=live.title)
+        if message_id is None:
+            return await self.post(thread, msg)
+        await self.update(thread, message_id, msg)
+        return message_id
+
+    async def _close_earlier(self, thread: ThreadRef, message_id: str, note: str) -> str:
+        try:
+            row = self.db.execute("SELECT body FROM messages WHERE id = ? AND thread = ?",
+                                  (message_id, str(thread))).fetchone()
+        except sqlite3.Error as exc:
+            raise PermanentSurfaceError(f"web thread store: {exc}") from exc
+        if row is None:
+            raise PermanentSurfaceError(f"message {message_id} not found in {thread}")
+        body = json.loads(row[0])
+        text = str(body.get("text") or "") + (f"\n\n_{note}_" if note else "")
+        tasks = tuple(Task(str(t.get("id")), str(t.get("title")), str(t.get("status")), str(t.get("output") or ""))
+                      for t in body.get("tasks") or [] if t.get("status") in TASK_STATES)
+        await self.update(thread, message_id, OutMessage(str(body.get("key") or "live"), "live", text, live="done",
+                                                         tasks=tasks, plan=bool(body.get("plan")),
+                                                         title=str(body.get("title") or "")))
+        return message_id
 
     async def notify(self, thread: ThreadRef, user: str, text: str) -> None:
         for w in self._watchers:

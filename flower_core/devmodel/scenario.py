@@ -41,6 +41,15 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class Stream:
+    """How a turn's text is streamed: ``words`` words per text delta, ``pause_s`` seconds before each delta
+    after the first (so a reader sees the words arrive over time, as from a real model)."""
+
+    words: int = 1
+    pause_s: float = 0.025
+
+
+@dataclass(frozen=True)
 class Turn:
     """One model reply: optional thinking, optional text, then tool calls."""
 
@@ -51,6 +60,7 @@ class Turn:
     fault: Fault | None = None
     delay_s: float = 0.0
     stop_reason: str = ""
+    stream: Stream | None = None  # None: the text comes in two deltas at once (the double's default)
 
 
 @dataclass(frozen=True)
@@ -104,10 +114,25 @@ def _fault(raw: Any, where: str) -> Fault | None:
                  times=times, message=str(raw.get("message", "")))
 
 
-def _turn(raw: Any, where: str) -> Turn:
+def _stream(raw: Any, where: str) -> Stream | None:
+    """``stream = {words = 3, pause_s = 0.05}`` (either key optional), ``stream = true`` for the defaults,
+    ``stream = false`` for none."""
+    if raw is None or raw is False:
+        return None
+    if raw is True:
+        return Stream()
+    if not isinstance(raw, dict) or set(raw) - {"words", "pause_s"}:
+        raise ScenarioError(f"{where}: stream must be true/false or a table of words, pause_s")
+    words, pause = int(raw.get("words", 1)), float(raw.get("pause_s", Stream.pause_s))
+    if words < 1 or not 0 <= pause <= 60:
+        raise ScenarioError(f"{where}: stream needs words >= 1 and 0 <= pause_s <= 60")
+    return Stream(words=words, pause_s=pause)
+
+
+def _turn(raw: Any, where: str, stream: Stream | None = None) -> Turn:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: a turn must be a table")
-    unknown = set(raw) - {"say", "think", "call", "usage", "fault", "delay_s", "stop_reason"}
+    unknown = set(raw) - {"say", "think", "call", "usage", "fault", "delay_s", "stop_reason", "stream"}
     if unknown:
         raise ScenarioError(f"{where}: unknown keys {sorted(unknown)}")
     calls = []
@@ -118,12 +143,15 @@ def _turn(raw: Any, where: str) -> Turn:
     usage = {str(k): int(v) for k, v in dict(raw.get("usage", {})).items()}
     return Turn(say=str(raw.get("say", "")), think=str(raw.get("think", "")), calls=tuple(calls),
                 usage=usage, fault=_fault(raw.get("fault"), where),
-                delay_s=float(raw.get("delay_s", 0.0)), stop_reason=str(raw.get("stop_reason", "")))
+                delay_s=float(raw.get("delay_s", 0.0)), stop_reason=str(raw.get("stop_reason", "")),
+                stream=_stream(raw["stream"], where) if "stream" in raw else stream)
 
 
 def parse_scenario(data: dict[str, Any], name: str = "scenario") -> Scenario:
-    """Build a Scenario from the decoded TOML/JSON document."""
+    """Build a Scenario from the decoded TOML/JSON document. A top-level ``stream`` is every turn's that has
+    none of its own."""
     convs_raw = data.get("conversation")
+    stream = _stream(data.get("stream"), name)
     if not isinstance(convs_raw, list) or not convs_raw:
         raise ScenarioError(f"{name}: needs at least one [[conversation]]")
     convs = []
@@ -137,7 +165,7 @@ def parse_scenario(data: dict[str, Any], name: str = "scenario") -> Scenario:
                     re.compile(str(c[key]))
                 except re.error as exc:
                     raise ScenarioError(f"{where}.{key}: bad regex: {exc}") from exc
-        turns = tuple(_turn(t, f"{where}.turn[{j}]") for j, t in enumerate(c.get("turn", [])))
+        turns = tuple(_turn(t, f"{where}.turn[{j}]", stream) for j, t in enumerate(c.get("turn", [])))
         convs.append(Conversation(name=str(c.get("name", f"c{i}")), turns=turns,
                                   match=str(c.get("match", "")),
                                   system_match=str(c.get("system_match", "")),

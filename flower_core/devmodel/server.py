@@ -20,7 +20,7 @@ from aiohttp import web
 import flower_core.devmodel.request as rq
 
 from .scenario import Conversation, Scenario, Turn, load_scenario
-from .sse import error_body, tool_use_id, turn_events
+from .sse import error_body, tool_use_id, turn_events, turn_frames
 
 MODEL_NAME = "claude-devmodel"
 
@@ -40,6 +40,7 @@ class RecordedRequest:
     # history names the request it answered by these (tool_use ids are fresh per reply).
     reply_text: str = ""
     reply_tool_ids: tuple[str, ...] = ()
+    first_text_at: float | None = None  # when the reply's first words went out (perf_counter), for bench/
 
     @property
     def first_user_text(self) -> str:
@@ -182,8 +183,13 @@ class ModelDouble:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         try:
             await resp.prepare(request)
-            for chunk in turn_events(turn, model, text, rec.reply_tool_ids):
-                await resp.write(chunk)
+            for chunk in turn_frames(turn, model, text, rec.reply_tool_ids):
+                if isinstance(chunk, bytes):
+                    await resp.write(chunk)
+                    if rec.first_text_at is None and b'"text_delta"' in chunk:
+                        rec.first_text_at = time.perf_counter()
+                else:
+                    await asyncio.sleep(chunk)
             await resp.write_eof()
         except ConnectionResetError:
             pass  # the CLI went away mid-reply (killed, interrupted): the request is recorded, nobody reads on

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -25,8 +26,20 @@ def tool_use_id() -> str:
     return "toolu_" + uuid.uuid4().hex[:24]
 
 
+def text_pieces(text: str, words: int) -> list[str]:
+    """``text`` cut after every ``words`` words (each word keeps the spaces after it): joined, the text again."""
+    cuts = re.split(r"(?<=\s)(?=\S)", text)
+    return ["".join(cuts[i:i + words]) for i in range(0, len(cuts), words)]
+
+
 def turn_events(turn: Turn, model: str, text: str, ids: Sequence[str] = ()) -> Iterator[bytes]:
-    """Yield the SSE frames of a reply made of thinking, text, then tool_use blocks.
+    """The SSE frames of ``turn_frames`` without its pauses."""
+    return (f for f in turn_frames(turn, model, text, ids) if isinstance(f, bytes))
+
+
+def turn_frames(turn: Turn, model: str, text: str, ids: Sequence[str] = ()) -> Iterator[bytes | float]:
+    """Yield the SSE frames of a reply made of thinking, text, then tool_use blocks; a float between frames
+    is a pause (seconds) the server sleeps there (a streamed turn's, between its text deltas).
 
     `ids` are the tool_use ids to serve, one per call (a call's own id, else a fresh one, when missing).
     """
@@ -50,10 +63,14 @@ def turn_events(turn: Turn, model: str, text: str, ids: Sequence[str] = ()) -> I
     if text:
         yield frame("content_block_start", {"type": "content_block_start", "index": index,
                                             "content_block": {"type": "text", "text": ""}})
-        # Two deltas so clients see real streaming, not one blob.
+        # Two deltas so clients see real streaming, not one blob; a streamed turn's, a few words each, spaced.
         cut = len(text) // 2
-        for part in (text[:cut], text[cut:]):
+        stream = turn.stream
+        parts = text_pieces(text, stream.words) if stream is not None else [text[:cut], text[cut:]]
+        for n, part in enumerate(parts):
             if part:
+                if n and stream is not None and stream.pause_s > 0:
+                    yield stream.pause_s
                 yield frame("content_block_delta", {"type": "content_block_delta", "index": index,
                                                     "delta": {"type": "text_delta", "text": part}})
         yield frame("content_block_stop", {"type": "content_block_stop", "index": index})

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, SystemMessage
+from claude_agent_sdk.types import StreamEvent
 
-from flower_core.events import Event, normalize
+from flower_core.events import PARTIAL, Event, normalize
 from flower_core.payloads import ThreadPayload, ToolCallPayload, ToolResultPayload
 from flower_core.runtime.handoff import is_overflow
 from flower_core.runtime.steering import ModelRefused
@@ -282,6 +283,8 @@ class Attempt:
         if isinstance(msg, ResultMessage):
             self._result = msg
         events = normalize(msg)
+        if isinstance(msg, StreamEvent):  # partial messages on: only the words; the complete message says the rest
+            events = [ev for ev in events if ev.kind == PARTIAL]
         for ev in events:
             said = ThreadPayload.of(ev)
             main = not said.subagent

@@ -69,6 +69,8 @@ class Runtime(StepRecords):
     or seconds; None = never) and resumes the same session once it is settled (see parking.py).
     ``model`` / ``effort`` are the run's choice over every agent spec's own; ``steer`` changes them while
     the run goes on (see steering.py).
+    ``partial_text`` turns on the SDK's partial messages: the model's words also arrive as they are written,
+    as "partial" events (flower_core.events.PARTIAL) before each complete "text"; off, nothing changes.
     """
 
     INTERRUPTED = "interrupted-by-human"
@@ -83,12 +85,13 @@ class Runtime(StepRecords):
                  budget: Budget | float | None = None, park: ParkPolicy | float | None = None,
                  session_store: Any = None, portable: bool = True, trim: Any = False, ephemeral: Any = True,
                  keep_denials: int = 1, spill_threshold: int | None = 4000, model: str | None = None,
-                 effort: str | None = None) -> None:
+                 effort: str | None = None, partial_text: bool = False) -> None:
         # The original flower's load-time options: checked and kept (see load_options.py for what each does).
         self.load = LoadOptions.checked(portable=portable, trim=trim, ephemeral=ephemeral, keep_denials=keep_denials,
                                         spill_threshold=spill_threshold)
         self.portable, self.trim, self.ephemeral = self.load.portable, trim, ephemeral
         self.keep_denials, self.spill_threshold = keep_denials, spill_threshold
+        self.partial_text = bool(partial_text)
         self.workspace = Path(workspace).expanduser().resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(run_dir).expanduser().resolve()
@@ -435,7 +438,8 @@ class Runtime(StepRecords):
         effective = self.load.shaped(self.steering.shaped(effective), self.workbench)
         resume_at, state.resume_at = (state.resume_at, None) if resume and not writing else (None, state.resume_at)
         options = build_options(effective, cwd=self.workspace, env=self.env, resume=resume, fork=fork,
-                                resume_at=resume_at, session_store=self.store, stderr=self.cli_stderr.append)
+                                resume_at=resume_at, session_store=self.store, stderr=self.cli_stderr.append,
+                                include_partial=self.partial_text and not writing)
         signal = StopSignal()
         if not writing:
             state.signal = signal

@@ -54,6 +54,10 @@ class Msg:
     bot: bool = True
     versions: int = 1
     deleted: bool = False
+    streaming: bool = False  # chat.startStream opened it, chat.stopStream not yet closed it
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # task_update chunks by id, latest
+    plan: str = ""  # the last plan_update title
+    display: str = ""  # task_display_mode
 
     def buttons(self) -> list[dict[str, Any]]:
         return [e for b in self.blocks if b.get("type") == "actions" for e in b.get("elements", [])]
@@ -91,9 +95,12 @@ class Fault:
 
 class SlackDouble:
     def __init__(self, *, names: dict[str, str] | None = None, sessions_error: str = "",
-                 echo_bot_messages: bool = False) -> None:
+                 echo_bot_messages: bool = False, streams: bool = True) -> None:
         self.names = dict(names or {})
         self.zones: dict[str, str] = {}  # user -> the IANA zone users.info gives (default America/New_York)
+        # True: chat.startStream/appendStream/stopStream work (their documented arguments enforced); False:
+        # they answer unknown_method, as a workspace without streaming does.
+        self.streams = streams
         self.sessions_error = sessions_error  # non-empty: agents.sessions.setStatus fails with it
         self.echo_bot_messages = echo_bot_messages  # send the bot's own posts back as message events
         self.not_in: set[str] = set()  # channels the bot is not a member of
@@ -267,6 +274,98 @@ class SlackDouble:
             return {"ok": False, "error": "message_not_found"}
         msg.text, msg.blocks = str(args.get("text", "")), self._json_arg(args, "blocks") or []
         msg.versions += 1
+        return {"ok": True, "channel": msg.channel, "ts": msg.ts}
+
+    # ---- streaming (docs.slack.dev chat.startStream / appendStream / stopStream) ---------------------
+    STREAM_MARKDOWN_MAX = 12_000
+    TASK_STATES = ("pending", "in_progress", "complete", "error")
+
+    def _chunks(self, args: dict[str, Any]) -> tuple[str, list[dict[str, Any]]] | str:
+        """(markdown text, other chunks) of a stream call, or the error Slack answers for bad ones."""
+        text = args.get("markdown_text")
+        if text is not None and not isinstance(text, str):
+            return "invalid_arguments"
+        md = [text] if text else []
+        others = []
+        chunks = self._json_arg(args, "chunks") or []
+        if not isinstance(chunks, list):
+            return "invalid_chunks"
+        for c in chunks:
+            kind = c.get("type") if isinstance(c, dict) else None
+            if kind == "markdown_text" and isinstance(c.get("text"), str):
+                md.append(c["text"])
+            elif kind == "task_update" and c.get("id") and c.get("title") and c.get("status") in self.TASK_STATES:
+                others.append(c)
+            elif kind == "plan_update" and isinstance(c.get("title"), str) and c["title"]:
+                others.append(c)
+            elif kind == "blocks" and isinstance(c.get("blocks"), list):
+                others.append(c)
+            else:
+                return "invalid_chunks"
+        joined = "".join(md)
+        if len(joined) > self.STREAM_MARKDOWN_MAX:
+            return "msg_too_long"
+        return joined, others
+
+    def _apply(self, msg: Msg, got: tuple[str, list[dict[str, Any]]]) -> None:
+        text, others = got
+        msg.text += text
+        for c in others:
+            if c["type"] == "task_update":
+                msg.tasks[str(c["id"])] = {k: c[k] for k in ("title", "status", "details", "output") if k in c}
+            elif c["type"] == "plan_update":
+                msg.plan = c["title"]
+        msg.versions += 1
+
+    def _m_chat_startStream(self, args: dict[str, Any]) -> dict[str, Any]:
+        if not self.streams:
+            return {"ok": False, "error": "unknown_method"}
+        channel, thread_ts = str(args.get("channel") or ""), str(args.get("thread_ts") or "")
+        if not channel or not thread_ts:
+            return {"ok": False, "error": "invalid_arguments"}  # a streamed message always replies in a thread
+        if channel in self.not_in:
+            return {"ok": False, "error": "not_in_channel"}
+        if not channel.startswith("D") and not (args.get("recipient_user_id") and args.get("recipient_team_id")):
+            return {"ok": False, "error": "invalid_arguments"}  # both required outside a direct message
+        if args.get("recipient_team_id") not in (None, TEAM):
+            return {"ok": False, "error": "team_not_found"}
+        mode = args.get("task_display_mode")
+        if mode not in (None, "timeline", "plan"):
+            return {"ok": False, "error": "invalid_arguments"}
+        got = self._chunks(args)
+        if isinstance(got, str):
+            return {"ok": False, "error": got}
+        ts = self._next_ts()
+        msg = Msg(channel, ts, "", thread_ts=thread_ts, streaming=True, display=str(mode or "timeline"), versions=0)
+        self._apply(msg, got)
+        self.messages[(channel, ts)] = msg
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _streaming(self, args: dict[str, Any]) -> Msg | str:
+        if not self.streams:
+            return "unknown_method"
+        if not args.get("channel") or not args.get("ts"):
+            return "invalid_arguments"
+        msg = self.messages.get((str(args["channel"]), str(args["ts"])))
+        if msg is None or msg.deleted:
+            return "message_not_found"
+        return msg if msg.streaming else "message_not_in_streaming_state"
+
+    def _m_chat_appendStream(self, args: dict[str, Any]) -> dict[str, Any]:
+        msg = self._streaming(args)
+        got = self._chunks(args) if isinstance(msg, Msg) else msg
+        if isinstance(msg, str) or isinstance(got, str):
+            return {"ok": False, "error": msg if isinstance(msg, str) else got}
+        self._apply(msg, got)
+        return {"ok": True, "channel": msg.channel, "ts": msg.ts}
+
+    def _m_chat_stopStream(self, args: dict[str, Any]) -> dict[str, Any]:
+        msg = self._streaming(args)
+        got = self._chunks(args) if isinstance(msg, Msg) else msg
+        if isinstance(msg, str) or isinstance(got, str):
+            return {"ok": False, "error": msg if isinstance(msg, str) else got}
+        self._apply(msg, got)
+        msg.streaming = False
         return {"ok": True, "channel": msg.channel, "ts": msg.ts}
 
     def _m_chat_delete(self, args: dict[str, Any]) -> dict[str, Any]:

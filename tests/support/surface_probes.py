@@ -139,7 +139,7 @@ class SlackProbe:
         msg = self._msg(thread, message_id)
         if msg is None:
             return None
-        parts = [msg.header()]
+        parts = [msg.header()] + ([msg.text] if msg.versions and not msg.blocks and msg.display else [])  # streamed
         for block in msg.blocks:
             if block.get("type") == "markdown":
                 parts.append(block["text"])

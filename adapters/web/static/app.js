@@ -25,6 +25,7 @@ const state = {
   activity: [],             // [{seq, tool, text, sub}]
   activityDropped: false,   // some of the run's older tool activity is no longer kept
   status: null,             // the status message (rendered at the top, not in the thread)
+  plan: null,               // the agent's plan (a live message with plan: true), a checklist in the status card
   skew: 0,                  // server clock minus this browser's, in seconds (from each thread frame)
   toastSeen: new Map(),     // text -> time shown (the same words twice in a row are shown once)
   routinesKey: "",          // the routines list as last drawn (JSON)
@@ -196,6 +197,7 @@ function select(runId) {
   state.activity = [];
   state.activityDropped = false;
   state.status = null;
+  state.plan = null;
   $("thread").replaceChildren();
   $("status").replaceChildren();
   $("empty").hidden = true;
@@ -233,6 +235,7 @@ function applyThread(f) {
     state.nodes.clear();
     $("thread").replaceChildren();
     state.status = null;
+    state.plan = null;
     state.lastSeq = 0;
   }
   for (const m of f.messages) {
@@ -242,6 +245,9 @@ function applyThread(f) {
     state.lastSeq = Math.max(state.lastSeq, m.seq);
     if (m.kind === "status") {
       state.status = m;
+      renderStatus();
+    } else if (m.plan) {  // the agent's plan: a checklist beside the status card, updated in place
+      state.plan = m;
       renderStatus();
     } else {
       place(m, renderMessage(m));
@@ -265,7 +271,8 @@ function place(m, node) {
 }
 
 function renderMessage(m) {
-  const li = el("li", `msg ${m.kind}` + (m.tone ? ` tone-${m.tone}` : ""));
+  // A "live" message is the agent's words as they are written (open), then its complete text (done).
+  const li = el("li", `msg ${m.kind}` + (m.tone ? ` tone-${m.tone}` : "") + (m.live ? ` live-${m.live}` : ""));
   li.dataset.key = m.key;
   li.dataset.pos = String(m.pos);
   li.dataset.id = m.id;
@@ -277,6 +284,7 @@ function renderMessage(m) {
   if (m.kind === "ask") li.dataset.state = m.buttons.length ? "open" : "settled";
   if (m.title) li.append(el("div", "title", m.title));
   if (m.text) li.append(renderText(m.text));
+  if (m.tasks && m.tasks.length) li.append(renderTasks(m.tasks, "tasks"));  // a turn's tool calls, as they go
   if (m.fields && m.fields.length) li.append(renderFields(m.fields));
   if (m.kind === "ask" && m.buttons.length) li.append(askButtons(m, li));
   else if (m.kind === "summary" && m.buttons.length) li.append(summaryButtons(m));
@@ -402,6 +410,23 @@ function renderStatus() {
   const lines = m.text.split("\n").filter((l) => !l.startsWith("Task: "));
   if (lines.length) box.append(renderText(lines.join("\n")));
   box.append(renderActivity());
+  if (state.plan && state.plan.tasks) {
+    const plan = el("div", "plan");
+    plan.append(el("div", "label", state.plan.title || "Plan"), renderTasks(state.plan.tasks, "checklist"));
+    box.append(plan);
+  }
+}
+
+const TASK_MARKS = { pending: "○", in_progress: "◐", complete: "✓", error: "✗" };
+
+function renderTasks(tasks, cls) {
+  const ul = el("ul", cls);
+  for (const t of tasks) {
+    const li = el("li", `task ${t.status}`, `${TASK_MARKS[t.status] || "•"} ${t.title}`);
+    if (t.output) li.append(el("span", "output", ` — ${t.output}`));
+    ul.append(li);
+  }
+  return ul;
 }
 
 // The run's model and effort (the status card's "Model" field); a live run's can be changed from its next turn.
