@@ -11,6 +11,7 @@ from typing import Literal, Protocol
 
 from adapters.platform.contract import Surface
 from adapters.platform.messages import ThreadRef
+from adapters.platform.suite import Skip
 
 __all__ = ["FAULTS", "Fault", "MakeRig", "Notes", "Probe", "Rig", "Seen", "Skip"]
 
@@ -81,10 +82,6 @@ class Rig:
 
 
 MakeRig = Callable[[], Rig | Awaitable[Rig]]
-
-
-class Skip(Exception):
-    """Raised by a check the platform cannot play (e.g. a 429 on a platform without rate limits)."""
 
 
 class Notes:

@@ -25,36 +25,26 @@ real platform), never the surface's internals, so a check sees what a person wou
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from adapters.platform.checks import CHECKS
-from adapters.platform.probe import FAULTS, Fault, MakeRig, Notes, Probe, Rig, Seen, Skip
+from adapters.platform.checks import CHECKS, Check
+from adapters.platform.probe import FAULTS, Fault, MakeRig, Notes, Probe, Rig, Seen
+from adapters.platform.suite import CheckReport, run_checks
 
 __all__ = ["CHECKS", "FAULTS", "ConformanceReport", "Fault", "MakeRig", "Probe", "Rig", "Seen",
            "SurfaceConformanceError", "run_surface_conformance"]
 
-log = logging.getLogger(__name__)
-
-
 @dataclass
-class ConformanceReport:
-    surface: str
-    passed: list[str] = field(default_factory=list)
-    fallbacks: dict[str, str] = field(default_factory=dict)  # optional member -> the fallback it reports
-    skipped: dict[str, str] = field(default_factory=dict)  # check -> why the platform cannot play it
-    failures: dict[str, str] = field(default_factory=dict)  # check -> what went wrong
+class ConformanceReport(CheckReport):
+    """What the suite found on one surface; `fallbacks`: optional members it left to their fallback."""
 
-    def __str__(self) -> str:
-        lines = [f"surface {self.surface!r}: {len(self.passed)} passed, {len(self.failures)} failed, "
-                 f"{len(self.skipped)} skipped"]
-        lines += [f"  FAILED {name}: {why}" for name, why in self.failures.items()]
-        lines += [f"  skipped {name}: {why}" for name, why in self.skipped.items()]
-        lines += [f"  fallback {member}: {what}" for member, what in self.fallbacks.items()]
-        return "\n".join(lines)
+    fallbacks: dict[str, str] = field(default_factory=dict)  # optional member -> the fallback it reports
+    kind = "surface"
+
+    def more_lines(self) -> list[str]:
+        return [f"  fallback {member}: {what}" for member, what in self.fallbacks.items()]
 
 
 class SurfaceConformanceError(AssertionError):
@@ -72,32 +62,17 @@ class SurfaceConformanceError(AssertionError):
 async def run_surface_conformance(make_surface: MakeRig, *, check_timeout: float = 30.0,
                                   close_timeout: float = 10.0, only: Collection[str] | None = None,
                                   ) -> ConformanceReport:
-    """Run every check (or those named in `only`) on a fresh rig each; raise SurfaceConformanceError
-    if any fails, else return the report."""
-    unknown = set(only or ()) - set(CHECKS)
-    if unknown:
-        raise ValueError(f"unknown checks {sorted(unknown)}; known: {', '.join(CHECKS)}")
-    report = ConformanceReport(surface="?")
+    """Run every check (or those named in `only`) on a fresh rig each (adapters/platform/suite.py); raise
+    SurfaceConformanceError if any fails, else return the report."""
+    report = ConformanceReport()
     notes = Notes(report.fallbacks)
-    for name, check in CHECKS.items():
-        if only is not None and name not in only:
-            continue
-        rig = await _fresh(make_surface)
-        report.surface = rig.surface.name
-        try:
-            await asyncio.wait_for(check(rig, notes), check_timeout)
-        except Skip as why:
-            report.skipped[name] = str(why)
-        except TimeoutError:
-            report.failures[name] = f"no answer within {check_timeout:g}s"
-        except AssertionError as exc:
-            report.failures[name] = str(exc) or type(exc).__name__
-        except Exception as exc:  # a check's own call raised: that is the surface's failure too
-            report.failures[name] = f"{type(exc).__name__}: {exc}"
-        else:
-            report.passed.append(name)
-        finally:
-            await _close(rig, close_timeout)
+
+    async def play(check: Check, rig: Rig) -> None:
+        await check(rig, notes)
+
+    await run_checks(CHECKS, only=only, fresh=lambda: _fresh(make_surface), name_of=lambda rig: rig.surface.name,
+                     play=play, close=_close, report=report, check_timeout=check_timeout,
+                     close_timeout=close_timeout)
     if report.failures:
         raise SurfaceConformanceError(report)
     return report
@@ -111,10 +86,7 @@ async def _fresh(make_surface: MakeRig) -> Rig:
     return rig
 
 
-async def _close(rig: Rig, timeout: float) -> None:
-    try:
-        rig.probe.heal()
-        if rig.close is not None:
-            await asyncio.wait_for(rig.close(), timeout)
-    except Exception as exc:  # a rig that cannot close must not hide the checks' results
-        log.warning("conformance rig did not close cleanly: %r", exc)
+async def _close(rig: Rig) -> None:
+    rig.probe.heal()
+    if rig.close is not None:
+        await rig.close()

@@ -27,35 +27,23 @@ leaf that knows nothing of the hub.)
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import logging
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from adapters.hub.testing.checks import DOOR_CHECKS
+from adapters.hub.testing.checks import DOOR_CHECKS, DoorCheck
 from adapters.hub.testing.driver import DoorDriver, MakeDriver, OpenForm, Shown, Skip, Started, Told
 from adapters.hub.testing.runs import OPTIONS, QUESTION, QuestionRun, QuestionRuns
+from adapters.platform.suite import CheckReport, run_checks
 
 __all__ = ["DOOR_CHECKS", "OPTIONS", "QUESTION", "DoorConformanceError", "DoorDriver", "DoorReport", "MakeDriver",
            "OpenForm", "QuestionRun", "QuestionRuns", "Shown", "Skip", "Started", "Told", "run_door_conformance"]
 
-log = logging.getLogger(__name__)
-
-
 @dataclass
-class DoorReport:
-    platform: str
-    passed: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)  # check -> why the platform cannot play it
-    failures: dict[str, str] = field(default_factory=dict)  # check -> what went wrong
+class DoorReport(CheckReport):
+    """What the suite found on one platform's way to the door."""
 
-    def __str__(self) -> str:
-        lines = [f"door on {self.platform!r}: {len(self.passed)} passed, {len(self.failures)} failed, "
-                 f"{len(self.skipped)} skipped"]
-        lines += [f"  FAILED {name}: {why}" for name, why in self.failures.items()]
-        lines += [f"  skipped {name}: {why}" for name, why in self.skipped.items()]
-        return "\n".join(lines)
+    kind = "door on"
 
 
 class DoorConformanceError(AssertionError):
@@ -72,45 +60,24 @@ class DoorConformanceError(AssertionError):
 
 async def run_door_conformance(make_driver: MakeDriver, *, check_timeout: float = 30.0,
                                close_timeout: float = 10.0, only: Collection[str] | None = None) -> DoorReport:
-    """Run every check (or those named in `only`) on a fresh driver each; raise DoorConformanceError if
-    any fails, else return the report."""
-    unknown = set(only or ()) - set(DOOR_CHECKS)
-    if unknown:
-        raise ValueError(f"unknown checks {sorted(unknown)}; known: {', '.join(DOOR_CHECKS)}")
-    report = DoorReport(platform="?")
-    for name, check in DOOR_CHECKS.items():
-        if only is not None and name not in only:
-            continue
+    """Run every check (or those named in `only`) on a fresh driver and run side each
+    (adapters/platform/suite.py); raise DoorConformanceError if any fails, else return the report."""
+    report = DoorReport()
+    Subject = tuple[DoorDriver, QuestionRuns]  # a platform's driver over its own run side
+
+    async def fresh() -> Subject:
         kit = QuestionRuns()
-        driver = await _fresh(make_driver, kit)
-        report.platform = driver.platform
-        try:
-            await asyncio.wait_for(check(driver, kit), check_timeout)
-        except Skip as why:
-            report.skipped[name] = str(why)
-        except TimeoutError:
-            report.failures[name] = f"no answer within {check_timeout:g}s"
-        except AssertionError as exc:
-            report.failures[name] = str(exc) or type(exc).__name__
-        except Exception as exc:  # a driver's own call raised: the platform's path broke
-            report.failures[name] = f"{type(exc).__name__}: {exc}"
-        else:
-            report.passed.append(name)
-        finally:
-            await _close(driver, close_timeout)
+        made = make_driver(kit)
+        return (await made if inspect.isawaitable(made) else made), kit
+
+    async def play(check: DoorCheck, subject: Subject) -> None:
+        await check(*subject)
+
+    async def close(subject: Subject) -> None:
+        await subject[0].close()
+
+    await run_checks(DOOR_CHECKS, only=only, fresh=fresh, name_of=lambda subject: subject[0].platform, play=play,
+                     close=close, report=report, check_timeout=check_timeout, close_timeout=close_timeout)
     if report.failures:
         raise DoorConformanceError(report)
     return report
-
-
-async def _fresh(make_driver: MakeDriver, kit: QuestionRuns) -> DoorDriver:
-    made = make_driver(kit)
-    driver = await made if inspect.isawaitable(made) else made
-    return driver
-
-
-async def _close(driver: DoorDriver, timeout: float) -> None:
-    try:
-        await asyncio.wait_for(driver.close(), timeout)
-    except Exception as exc:  # a driver that cannot close must not hide the checks' results
-        log.warning("door conformance driver did not close cleanly: %r", exc)

@@ -22,9 +22,10 @@ from typing import Protocol
 from adapters.hub.query import HubQuery
 from adapters.hub.testing.runs import QuestionRuns
 from adapters.platform import ThreadRef
+from adapters.platform.suite import Skip
 from adapters.state import StateStore
 
-__all__ = ["DoorDriver", "HubBooks", "MakeDriver", "OpenForm", "Shown", "Skip", "Started", "Told"]
+__all__ = ["DoorDriver", "HubSeen", "MakeDriver", "OpenForm", "Shown", "Skip", "Started", "Told"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class Started:
     told: Told
 
 
-class HubBooks(Protocol):
+class HubSeen(Protocol):
     """What the checks read of the driver's Hub (a Hub is one): its answers, and the store its channel
     policies are kept in."""
 
@@ -79,7 +80,7 @@ class DoorDriver(Protocol):
     """One platform's bot, wired to one hub whose runs the suite's QuestionRuns builds, and people on it."""
 
     @property
-    def hub(self) -> HubBooks:
+    def hub(self) -> HubSeen:
         """The hub the bot is attached to (the checks read `hub.query`, and set channel policies in `hub.store`)."""
         ...
 
@@ -141,5 +142,3 @@ class DoorDriver(Protocol):
 MakeDriver = Callable[[QuestionRuns], DoorDriver | Awaitable[DoorDriver]]
 
 
-class Skip(Exception):
-    """Raised by a check its platform cannot play (e.g. a second person on a page only one person uses)."""
