@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import adapters.view.fmt as fmt
 from adapters.platform import OutMessage, Task
-from adapters.view import fmt
 
 __all__ = ["PLAN_TOOL", "LiveTurn"]
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from adapters.memory_surface import MemorySurface
-from adapters.outbox import Outbox
+from adapters.outbox import Outbox, OutboxBounds
 from adapters.platform import (
     MEMORY,
     LiveText,
@@ -262,7 +262,7 @@ async def test_a_transient_error_past_the_give_up_time_hands_over_to_prose() -> 
             raise TransientSurfaceError("503", retry_after=50.0)
 
     surface = Down()
-    box = Outbox(surface, THREAD, clock=clock, sleeper=clock.sleep, give_up_s=120.0)
+    box = Outbox(surface, THREAD, clock=clock, sleeper=clock.sleep, bounds=OutboxBounds(give_up_s=120.0))
     box.put(live("live:0:1", "Hi"))
     box.put(OutMessage("prose:0:1", "prose", "Hi.", replace=False, live_keys=("live:0:1",)))
     await clock.advance(300)

@@ -19,8 +19,9 @@ HEARD = {"say": "Heard: {last_user_text}", "call": [ask_call("Still there?", ["y
 async def test_stop_list_modal_shortcut_and_status_button(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
     md = await double_factory(scenario_of({"name": "main", "after_end": "Heard: {last_user_text}", "turn": [
         {"say": "Asking.", "call": [ask_call("Proceed?", ["yes", "no"])]}, *[HEARD] * 6]}))
+    # park_after_s=20: the runs keep their CLIs while the test reads their cards (parking is not what it checks).
     async with SlackDouble(names={"UALICE": "Alice"}) as double, \
-            slack_bot(tmp_path, md, cli_home, double, dm_after_s=0.2) as bot:
+            slack_bot(tmp_path, md, cli_home, double, dm_after_s=0.2, park_after_s=20.0) as bot:
         # One run from /flower (its card is the root), one from a mention inside a person's thread.
         await double.slash("/flower", "first task here", user="UALICE", channel=C1)
         plan = await double.say(C1, "let's plan the second thing", user="UALICE")
