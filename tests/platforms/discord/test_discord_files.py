@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.hub import UploadLimits
-from adapters.state import MemoryStateStore
+from adapters.state import MemoryStateStore, RunRecord
 from tests.conftest import scenario_of
 from tests.support.discord_double import DiscordDouble
 from tests.support.discord_support import discord_double, open_card, option_flow, start_bot, stop_bot
@@ -95,15 +95,7 @@ async def test_a_file_the_agent_shares_is_posted_as_an_attachment(double_factory
     store = MemoryStateStore()
     bridge, hub = await start_bot(d, tmp_path, md, cli_home, store, factory=option_flow())
     try:
-        started = await d.slash(ana, "run", task="write notes", timeout=300)
-        await d.until(lambda _: any("Started run" in t for t in started.texts()))
-        m = re.search(r"`(r\w+)`", started.texts()[-1])
-        assert m is not None
-        run_id = m.group(1)
-        thread = int(next(msg for msg in d.bot_messages(d.channel_id) if "thread" in msg)["id"])
-        q = await d.until(lambda _: open_card(d, thread, "Go?"))
-        record = store.get_run(run_id)
-        assert record is not None
+        run_id, thread, q, record = await notes_run_asking(d, ana, store)
         (Path(record.workspace) / "notes.md").write_bytes(b"# notes\n")
         await d.click(ana, int(q["id"]), label="go")
         posted = await d.until(lambda _: next((msg for msg in d.bot_messages(thread) if msg["attachments"]), None))
@@ -138,15 +130,7 @@ async def test_undo_from_the_summary_puts_the_file_back(double_factory: Any, cli
     store = MemoryStateStore()
     bridge, hub = await start_bot(d, tmp_path, md, cli_home, store, factory=option_flow())
     try:
-        started = await d.slash(ana, "run", task="write notes", timeout=300)
-        await d.until(lambda _: any("Started run" in t for t in started.texts()))
-        m = re.search(r"`(r\w+)`", started.texts()[-1])
-        assert m is not None
-        run_id = m.group(1)
-        thread = int(next(msg for msg in d.bot_messages(d.channel_id) if "thread" in msg)["id"])
-        q = await d.until(lambda _: open_card(d, thread, "Go?"))
-        record = store.get_run(run_id)
-        assert record is not None
+        run_id, thread, q, record = await notes_run_asking(d, ana, store)
         notes = Path(record.workspace) / "notes.md"
         notes.write_bytes(b"# draft\n")
         await d.click(ana, int(q["id"]), label="go")
@@ -165,3 +149,17 @@ async def test_undo_from_the_summary_puts_the_file_back(double_factory: Any, cli
                                     for msg in d.bot_messages(thread)))
     finally:
         await stop_bot(bridge, hub)
+
+
+async def notes_run_asking(d: DiscordDouble, ana: Any, store: MemoryStateStore) -> tuple[str, int, Any, RunRecord]:
+    """`/flower run task:write notes` by ana: the run's id, its thread, its open "Go?" card and its record."""
+    started = await d.slash(ana, "run", task="write notes", timeout=300)
+    await d.until(lambda _: any("Started run" in t for t in started.texts()))
+    m = re.search(r"`(r\w+)`", started.texts()[-1])
+    assert m is not None
+    run_id = m.group(1)
+    thread = int(next(msg for msg in d.bot_messages(d.channel_id) if "thread" in msg)["id"])
+    q = await d.until(lambda _: open_card(d, thread, "Go?"))
+    record = store.get_run(run_id)
+    assert record is not None
+    return run_id, thread, q, record
