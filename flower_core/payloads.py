@@ -62,8 +62,10 @@ __all__ = ["ASK_FACT_KEYS", "ApprovalCall", "AskPayload", "BudgetFigures", "Budg
 
 Payload = Mapping[str, Any]
 
-# What the runtime adds to a question of its own (Ask.facts): a budget's figures, an approval's call and diff.
-ASK_FACT_KEYS = ("spent", "aside", "total", "cap", "step", "tool", "input", "diff_file", "diff_lines", "diff_bytes")
+# What the runtime adds to a question of its own (Ask.facts): a budget's figures, an approval's call and diff,
+# a plan's text and file (human/plan_review.py).
+ASK_FACT_KEYS = ("spent", "aside", "total", "cap", "step", "tool", "input", "diff_file", "diff_lines", "diff_bytes",
+                 "plan", "plan_file", "plan_chars")
 MAIL, SHARE = "mail", "share"
 
 

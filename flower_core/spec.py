@@ -112,6 +112,9 @@ class AgentSpec:
     glance: bool = False
     workbench: bool = True
     delegate_only: bool = False
+    # Plan first: while the channel's plan review (human/plan_review.py) is planning, this step runs in the
+    # CLI's plan mode and changes nothing until a person approves its plan.
+    plan_first: bool = False
 
     def __post_init__(self) -> None:
         # The two names hold one text. When both are set and differ (dataclasses.replace changing one
@@ -271,7 +274,7 @@ def build_options(
     if spec.channel is not None:  # a channel with an approval policy decides tool calls (runtime/permission.py)
         from flower_core.runtime.permission import wire
 
-        kwargs = wire(kwargs, spec.channel)
+        kwargs = wire(kwargs, spec.channel, plan_first=spec.plan_first)
     kwargs.update(spec.extra)
     return ClaudeAgentOptions(**kwargs)
 

@@ -183,12 +183,13 @@ def _is_git_work_tree(path: Path) -> bool:
 class WorkChoices:
     """How the work step is built (starter_flow's flags): judged against the goal (``goal``, at most ``rounds``
     rounds), each worker in a git worktree of its own (``isolate``), the judge allowed to run commands
-    (``judge_can_run``)."""
+    (``judge_can_run``), in plan mode until a person approved its plan (``plan_first``)."""
 
     goal: bool = True
     rounds: int = 3
     isolate: bool = False
     judge_can_run: bool = False
+    plan_first: bool = False
 
 
 def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, names: StepNames,
@@ -203,6 +204,8 @@ def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, 
     spec = _reach(roles.coordinator(team, channel=channel, workbench=wb), wb)
     if isolate:  # each Agent call for the worker gets a git worktree of its own
         spec = replace(spec, hooks=merge_hooks(spec.hooks, {"PreToolUse": [isolate_guard(team)]}))
+    if choices.plan_first:  # plan mode until the channel's plan review is approved (human/plan_review.py)
+        spec = replace(spec, plan_first=True)
     said = f"\n\nThe human added on waking: {remark}" if remark else ""
 
     def prompt(ctx: Ctx) -> str:
@@ -230,7 +233,7 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
                  budget_usd: float | None = None, budget_steps: tuple[float, ...] = DEFAULT_STEPS,
                  approvals: dict[str, Any] | None = None, isolate: bool = False,
                  judge_can_run: bool = False, step_names: StepNames = ORIGINAL_STEPS,
-                 language: str | Catalogue | None = None) -> Workflow:
+                 language: str | Catalogue | None = None, plan: bool = False) -> Workflow:
     """clarify -> goal -> work, with ``wf.workbench`` and ``wf.channel`` ready for the driver.
 
     The steps are named as the original flower's (确认需求 / 设定目标 / 干活) unless ``step_names`` says
@@ -246,10 +249,12 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     ``language`` (a code of ``flower_core.lang``, default the seed's Chinese) is what the model reads from the
     framework: the channel's replies, the clarifier's and goal setter's rules, the Q&A log, and the notes' names
     (需求.md / 目标.md / 问答记录.md, or e.g. brief.md / goal.md / qa-log.md in English) unless ``*_name`` says.
-    LanguageError (a ValueError) for an unknown code.
+    LanguageError (a ValueError) for an unknown code. ``plan=True``: the work step plans first, in the CLI's plan
+    mode, and works once a person approved its plan (``wf.channel.plan``, kept in ``<run_dir>/plan.json``).
     """
     from flower_core.human import HumanChannel  # the channel pulls in the SDK's MCP helpers lazily
-    from flower_core.human.approval import gate_from
+    from flower_core.human.approval import gate_from, merge_rules
+    from flower_core.human.plan_review import ASK_AFTER, STATE_FILE, PlanReview
 
     lang = catalogue(language)
     budget = Budget(budget_usd, steps=budget_steps) if budget_usd is not None else None
@@ -272,7 +277,13 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
         raise ValueError("starter_flow needs a task, e.g. starter_flow('build me X', ...)")
     channel = HumanChannel(log_path=wb.qa_log, amend_path=wb.brief, max_asks=max_asks, timeout_s=timeout_s,
                            language=lang)
-    channel.approvals = gate_from(approvals, cwd=wb.workspace, grants_path=Path(run_dir) / "approvals.json")
+    grants = Path(run_dir) / "approvals.json"
+    channel.approvals = gate_from(approvals, cwd=wb.workspace, grants_path=grants)
+    if plan:
+        after = merge_rules(approvals, {"ask_tools": list(ASK_AFTER)})
+        channel.plan = PlanReview(Path(run_dir) / STATE_FILE, free_prefix=channel.tool_name.rsplit("__", 1)[0] + "__",
+                                  after=lambda: gate_from(after, cwd=wb.workspace, grants_path=grants))
+        channel.plan.arm(channel)  # approved "ask before edits" before a restart: the gate is on again
     if budget is not None:
         budget.channel = channel
     remark = task if waking else ""
@@ -284,6 +295,6 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     if not clarify_only:
         if goal:
             steps.append(_goal_step(channel, wb, always_set=bool(remark), names=names, lang=lang))
-        work = WorkChoices(goal=goal, rounds=rounds, isolate=isolate, judge_can_run=judge_can_run)
+        work = WorkChoices(goal=goal, rounds=rounds, isolate=isolate, judge_can_run=judge_can_run, plan_first=plan)
         steps.append(_work_step(channel, wb, remark, worker_prompt=worker_prompt, names=names, choices=work))
     return Workflow(steps, name="starter", channel=channel, workbench=wb, budget=budget)

@@ -27,6 +27,7 @@ from flower_core.human.approval import ApprovalGate, Approver
 from flower_core.human.ask import Ask, AskState, check_question
 from flower_core.human.mail import Mail
 from flower_core.human.parked import Parking
+from flower_core.human.plan_review import PlanReview
 from flower_core.human.questions import Keeper, Pullers, Questions, release, running_loop
 from flower_core.human.share import share
 from flower_core.lang import Catalogue, catalogue
@@ -78,6 +79,8 @@ class HumanChannel:
         self._loop: asyncio.AbstractEventLoop | None = None
         # The run's approval policy for tool calls (approval.py; starter_flow sets it), None: nobody is asked.
         self.approvals: ApprovalGate | None = None
+        # The run's plan review (plan_review.py; starter_flow sets it when the run plans first), None: no plan step.
+        self.plan: PlanReview | None = None
         self.approver = Approver(self._questions, answer=self.answer, decline=self.decline)
         self.parking = Parking(self._questions, self.mail, settle=self._settle_from_anywhere, finish=self._finish,
                                show=self._show, remember_loop=self._remember_loop)

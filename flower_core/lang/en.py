@@ -36,6 +36,19 @@ TEXTS: dict[str, str] = {
     "approval.timed_out": ("Nobody approved this {tool} call within {s} seconds; it did not run. Go on another way, "
                            "and write this into the \"Unknowns and assumptions\" section."),
     "approval.cancelled": "The approval of this {tool} call was cancelled (the run was interrupted); it did not run.",
+    # -- plan first (flower_core/human/plan_review.py) -------------------------------------------------
+    "plan.question": "The agent's plan is ready for review: approve it, or say what to plan differently.",
+    "plan.planning": ("You are planning: nothing may change before a person has approved your plan, so this {tool} "
+                      "call did not run. Investigate with read-only tools, then present your plan with ExitPlanMode."),
+    "plan.revise": ("The person reviewed your plan and wants you to keep planning. Their words: {words}\nDo not start "
+                    "the work: plan again with this in mind, then present the revised plan with ExitPlanMode."),
+    "plan.revise_silent": ("The person reviewed your plan and wants you to keep planning. Do not start the work: think "
+                           "it over, then present a revised plan with ExitPlanMode."),
+    "plan.cancelled": "The review of your plan was cancelled (the run was interrupted); you are still planning.",
+    "plan.note_approved": ("(Your plan waited for a person's review while the session was paused; they approved it, "
+                           "as the tool result above says. Go on with the work.)"),
+    "plan.note_revise": ("(Your plan waited for a person's review while the session was paused; their answer is the "
+                         "tool result above. Continue.)"),
     # -- the share tool (flower_core/human/share.py) --------------------------------------------------
     "share.shared": "{path} was posted to the conversation.",
     "share.outside": "Cannot share {path}: it is outside the workspace. Only files in the workspace can be shared.",

@@ -44,6 +44,22 @@ TEXTS: dict[str, str] = {
         "等了 {s} 秒没有人批准这次 {tool} 调用,它没有执行。换一种做法继续,并把这件事写进「未知与假设」那一段。"
     ),
     "approval.cancelled": "这次 {tool} 调用的批准被取消了(运行被打断),它没有执行。",
+    # -- plan first (flower_core/human/plan_review.py) -------------------------------------------------
+    "plan.question": "智能体的计划已经写好,等待审阅:批准它,或者说明哪里要重新计划。",
+    "plan.planning": (
+        "你正在做计划:在有人批准你的计划之前什么都不能改动,所以这次 {tool} 调用没有执行。"
+        "用只读工具调查,然后用 ExitPlanMode 提交你的计划。"
+    ),
+    "plan.revise": (
+        "对方审阅了你的计划,希望你继续计划。对方的话:{words}\n"
+        "不要开始干活:据此重新计划,然后用 ExitPlanMode 提交修改后的计划。"
+    ),
+    "plan.revise_silent": (
+        "对方审阅了你的计划,希望你继续计划。不要开始干活:再想一想,然后用 ExitPlanMode 提交修改后的计划。"
+    ),
+    "plan.cancelled": "对你计划的审阅被取消了(运行被打断);你仍在计划阶段。",
+    "plan.note_approved": "(你的计划在会话暂停期间等待审阅;对方批准了它,见上面的工具结果。继续干活。)",
+    "plan.note_revise": "(你的计划在会话暂停期间等待审阅;对方的答复就是上面的工具结果。继续。)",
     # -- the share tool (flower_core/human/share.py) --------------------------------------------------
     "share.shared": "已把 {path} 发到对话里。",
     "share.outside": "不能分享 {path}:它在工作区之外。只能分享工作区里的文件。",

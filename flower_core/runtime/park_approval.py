@@ -146,8 +146,8 @@ def finish(channel: Any, records: ParkRecords, record: ParkRecord) -> None:
 
 
 def event_facts(record: ParkRecord) -> dict[str, Any]:
-    """What the "parked"/"unparked" events add for an approval."""
-    return {"kind": KIND, "tool": record.tool} if record.kind == KIND else {}
+    """What the "parked"/"unparked" events add for an approval (or a plan review: its kind and tool)."""
+    return {"kind": record.kind, "tool": record.tool} if record.kind else {}
 
 
 # ---- an approval waiting with its CLI still up -----------------------------------------------------

@@ -1,8 +1,8 @@
 """What is in flight in one attempt, and which waiting ask its one call is waiting on (for parking.py).
 
 A run may park only while the main thread's one call waits on a person: a question (the channel's
-``mcp__human__ask``) or a tool call whose approval is waiting (park_approval.py). ``Calls`` follows
-the attempt's events; ``waiting_ask`` names the ask that call waits on, if any.
+``mcp__human__ask``), a tool call whose approval is waiting (park_approval.py) or a plan (park_plan.py).
+``Calls`` follows the attempt's events; ``waiting_ask`` names the ask that call waits on, if any.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from flower_core.events import Event
 from flower_core.payloads import TaskPayload, ToolCallPayload, ToolResultPayload
-from flower_core.runtime import park_approval
+from flower_core.runtime import park_approval, park_plan
 
 _DONE_TASKS = frozenset({"completed", "failed", "killed", "stopped", "cancelled"})
 
@@ -64,6 +64,8 @@ def parkable(channel: Any) -> Any:
 
 def waiting_ask(channel: Any, tool: str, args: dict[str, Any]) -> Any:
     """The channel's one waiting ask that this call waits on: its question, or its tool's approval."""
+    if tool == park_plan.TOOL:
+        return park_plan.waiting(channel)
     if tool != channel.tool_name:
         return park_approval.waiting(channel, tool, args)
     pending = [a for a in channel.pending() if not getattr(a, "kind", "")]

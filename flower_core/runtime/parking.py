@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from flower_core.events import Event
 from flower_core.payloads import ToolResultPayload
-from flower_core.runtime import park_approval
+from flower_core.runtime import park_approval, park_plan
 from flower_core.runtime.attempt import Outcome
 from flower_core.runtime.handoff import interrupt_prompt
 from flower_core.runtime.handover import CONTINUE, hand_over
@@ -231,7 +231,7 @@ class Parking:
             calls.changed.set()
 
     async def _stored_before_shown(self, state: StepState, channel: Any, calls: Calls, ask: Any) -> None:
-        if getattr(ask, "kind", "") not in ("", park_approval.KIND):
+        if getattr(ask, "kind", "") not in ("", park_approval.KIND, park_plan.KIND):
             return  # the runtime's own questions (the cost cap) are asked between attempts: nothing to store
         deadline = time.monotonic() + SHOW_WAIT_S
         while True:
@@ -239,7 +239,7 @@ class Parking:
                             if waiting_ask(channel, tool, args if isinstance(args, dict) else {}) is ask), None)
             call = await self._open_call(state.session, call_id) if call_id and state.session else None
             if call is not None and call_id is not None:
-                if ask.kind == park_approval.KIND and self.policy.enabled:
+                if ask.kind in (park_approval.KIND, park_plan.KIND) and self.policy.enabled:
                     await self._mark(state, channel, ask, call_id)
                 return
             left = deadline - time.monotonic()
@@ -273,7 +273,7 @@ class Parking:
                         if pool is not None and pool.hold((id(state), ask.id), ask.asked_at, calls.changed.set):
                             key, park_in = (id(state), ask.id), None  # kept warm until a newer question comes
                     marked = self._marked.get(id(state), marked)  # (the card's own hook may have marked it first)
-                    if park_approval.unmarked(channel, call[1], ask, marked):  # see park_approval.mark_waiting
+                    if _unmarked(channel, call[1], ask, marked):  # see park_approval/park_plan.mark_waiting
                         marked = ask.id if ask is not None and await self._mark(state, channel, ask, call[0]) else ""
                         poll = park_approval.MARK_POLL_S if not marked else None
                     if ask is not None and park_in is not None and park_in <= 0:
@@ -294,7 +294,8 @@ class Parking:
             return False  # not stored yet: a restart could not find it; look again soon
         record = ParkRecord(state.session, call_id, state.result.step, ask.question, list(ask.options), ask.asked_at)
         self._marks[id(state)] = record
-        if not park_approval.mark_waiting(channel, ask, call, self.records, record):
+        waiting = park_plan.mark_waiting if ask.kind == park_plan.KIND else park_approval.mark_waiting
+        if not waiting(channel, ask, call, self.records, record):
             return False
         self._marked[id(state)] = ask.id
         return True
@@ -312,6 +313,9 @@ class Parking:
         if ask.kind == park_approval.KIND:  # from now on a decision is kept in the record before it is told
             park_approval.mark(record, ask, call)
             park_approval.keep_decisions(channel, ask.id, self.records, record)
+        elif ask.kind == park_plan.KIND:
+            park_plan.mark(record, call)
+            park_plan.keep_decisions(channel, ask.id, self.records, record)
         self._parking[id(state)] = (ask, call_id, record)
         signal.request("park")
         return True
@@ -344,7 +348,9 @@ class Parking:
         if await self._open_call(resume, record.call_id) is None:
             self.records.delete(resume)  # the session went on without it: nothing left to answer
             return None
-        if record.kind:  # a tool approval (decided already, maybe: then it is applied, not asked)
+        if record.kind == park_plan.KIND:  # a plan review (decided already, maybe: then it is applied)
+            ask = park_plan.restore(channel, self.records, record)
+        elif record.kind:  # a tool approval (decided already, maybe: then it is applied, not asked)
             ask = park_approval.restore(channel, self.records, record)
         else:
             ask = channel.restore(record.question, record.options, record.asked_at)
@@ -408,7 +414,7 @@ class Parking:
     async def _wait(self, record: ParkRecord, ask: Any, state: StepState, channel: Any) -> tuple[str, bool]:
         """Wait for the question (or an interrupt) and answer the call in the session. Returns the note
         to resume with, and False when the call could not be answered (the note then carries the reply)."""
-        wait = park_approval.timeout_of(channel) if record.kind else ...
+        wait = None if record.kind == park_plan.KIND else park_approval.timeout_of(channel) if record.kind else ...
         settle = asyncio.ensure_future(channel.settled(ask.id, wait))
         words: str | None = None
         try:
@@ -431,7 +437,9 @@ class Parking:
             self._keep(record)
             raise
         ask = settle.result()
-        if record.kind:
+        if record.kind == park_plan.KIND:
+            note, answered, line = await park_plan.settle(record, ask, channel, self.records, self._answer)
+        elif record.kind:
             note, answered, line = await park_approval.settle(record, ask, channel, self.records, self._open_call,
                                                               self._answer)
         else:
@@ -499,3 +507,10 @@ def _event(what: str, record: ParkRecord, ask_id: str, *, restored: bool, outcom
                                "restored": restored, **park_approval.event_facts(record),
                                **(unparked if what == UNPARKED else {})}
     return Event("system", text=what, payload=payload)
+
+
+def _unmarked(channel: Any, tool: str, ask: Any, marked: str) -> bool:
+    """Should the watcher mark this call's waiting approval or plan (or look again soon for an approval)?"""
+    if ask is not None and getattr(ask, "kind", "") == park_plan.KIND:
+        return ask.id != marked
+    return park_approval.unmarked(channel, tool, ask, marked)

@@ -1,6 +1,7 @@
 """The permission path: a step whose channel has an active ApprovalGate decides tool calls itself.
 
     build_options(spec) ─▶ wire(kwargs, channel) ─▶ a PreToolUse hook + can_use_tool, both the gate's
+                           (and a plan-first step's: plan mode, ExitPlanMode reviewed, see human/plan_review.py)
     the CLI, per call: hook ─ policy says ask/deny? ─ yes ─▶ "ask" ─▶ can_use_tool ─▶ gate.decide (a person)
                               └ no ─▶ no decision: the CLI's own rules, exactly as without a policy
 
@@ -22,6 +23,8 @@ import warnings
 from typing import Any
 
 from flower_core.human.approval import ApprovalGate, Decision
+from flower_core.human.plan_review import TOOL, Verdict, plan_of
+from flower_core.lang import catalogue
 
 UNGRANTED = "Claude requested permissions to use {tool}, but you haven't granted it yet."
 FAILED = "The approval of this {tool} call failed ({error}); it did not run."
@@ -38,28 +41,48 @@ def take_decisions(channel: Any) -> list[dict[str, Any]]:
     return gate.take_decisions() if isinstance(gate, ApprovalGate) else []
 
 
-def wire(kwargs: dict[str, Any], channel: Any) -> dict[str, Any]:
-    """ClaudeAgentOptions keyword arguments with the gate's hook and callback, when the channel has one."""
-    gate = gate_of(channel)
-    if gate is None:
+def wire(kwargs: dict[str, Any], channel: Any, *, plan_first: bool = False) -> dict[str, Any]:
+    """ClaudeAgentOptions keyword arguments with the hook and callback that decide tool calls, when the channel
+    has an active gate or the step plans first (then in plan mode while the plan is not approved)."""
+    plan = plan_of(channel) if plan_first else None
+    if gate_of(channel) is None and plan is None:
         return kwargs
     from claude_agent_sdk import HookMatcher, PermissionResultAllow, PermissionResultDeny
-    from claude_agent_sdk.types import CanUseToolShadowedWarning
+    from claude_agent_sdk.types import CanUseToolShadowedWarning, PermissionUpdate
 
     # The SDK warns that allowed_tools shadow the callback; the hook below is what un-shadows them.
     warnings.filterwarnings("ignore", category=CanUseToolShadowedWarning)
+    mode = str(kwargs.get("permission_mode") or "default")  # the step's own: the mode an approved plan goes on in
+    lang = catalogue(getattr(channel, "lang", None))
 
     async def pre_tool_use(data: Any, tool_use_id: str | None, context: Any) -> Any:
         tool, args = str(data.get("tool_name", "")), data.get("tool_input")
-        verdict, _ = gate.policy.decide(tool, args if isinstance(args, dict) else {}, cwd=gate.cwd)
-        if verdict not in ("ask", "deny"):
+        args = args if isinstance(args, dict) else {}
+        if plan is not None and plan.planning and plan.holds(tool, args):
+            return _ask("plan first: not before the plan is approved")
+        gate = gate_of(channel)  # looked up per call: approving a plan may turn one on (plan_review.py)
+        if gate is None:
             return {}
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
-                                       "permissionDecisionReason": f"approval policy: {verdict}"}}
+        verdict, _ = gate.policy.decide(tool, args, cwd=gate.cwd)
+        return _ask(f"approval policy: {verdict}") if verdict in ("ask", "deny") else {}
 
     async def can_use_tool(tool: str, args: dict[str, Any], context: Any) -> Any:
+        args = args if isinstance(args, dict) else {}
+        if plan is not None and (tool == TOOL or plan.planning):
+            try:
+                v = await plan.review(channel, str(getattr(context, "tool_use_id", "") or "")) if tool == TOOL \
+                    else Verdict(not plan.holds(tool, args), lang.fill("plan.planning", tool=tool))
+            except Exception as exc:  # a bug here must refuse the call, never leave plan mode unseen
+                v = Verdict(False, FAILED.format(tool=tool, error=type(exc).__name__))
+            if v.allow and tool == TOOL:  # out of plan mode, into the step's own (its rules as without a plan)
+                back = PermissionUpdate(type="setMode", mode=mode)  # type: ignore[arg-type]  # the step's own mode
+                return PermissionResultAllow(updated_permissions=[back])
+            return PermissionResultAllow() if v.allow else PermissionResultDeny(message=v.message)
+        gate = gate_of(channel)
+        if gate is None:  # no rule asked for it: the CLI would have refused it without us
+            return PermissionResultDeny(message=UNGRANTED.format(tool=tool))
         try:
-            d = await gate.decide(channel, tool, args if isinstance(args, dict) else {})
+            d = await gate.decide(channel, tool, args)
         except Exception as exc:  # a bug here must refuse the call, never run it unseen
             d = Decision(False, FAILED.format(tool=tool, error=type(exc).__name__))
         if d.allow and d.how == "policy":  # not asked by the hook: the CLI would have refused it without us
@@ -67,8 +90,16 @@ def wire(kwargs: dict[str, Any], channel: Any) -> dict[str, Any]:
         return PermissionResultAllow() if d.allow else PermissionResultDeny(message=d.message)
 
     out = dict(kwargs)
+    if plan is not None and plan.planning:
+        out["permission_mode"] = "plan"
     hooks = {k: list(v) for k, v in (kwargs.get("hooks") or {}).items()}
     hooks.setdefault("PreToolUse", []).insert(0, HookMatcher(matcher=None, hooks=[pre_tool_use]))
     out["hooks"] = hooks
     out["can_use_tool"] = can_use_tool
     return out
+
+
+def _ask(reason: str) -> dict[str, Any]:
+    """A PreToolUse hook's answer that sends the call to ``can_use_tool`` whatever the CLI's own rules say."""
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                   "permissionDecisionReason": reason}}

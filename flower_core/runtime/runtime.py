@@ -24,6 +24,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions, project_key_for_directory
 
 from flower_core.events import Event
+from flower_core.human.plan_review import plan_of
 from flower_core.manifest import Manifest
 from flower_core.runtime.attempt import Attempt, Outcome, StopSignal
 from flower_core.runtime.budget import Budget, halt
@@ -445,8 +446,12 @@ class Runtime(StepRecords):
             state.signal = signal
         try:
             channel = getattr(spec, "channel", None)
+            sink: Callable[[list[Event]], None] = partial(self._on_events, state)
+            plan = plan_of(channel) if spec.plan_first else None
+            if plan is not None:  # the plan the agent presents is only in the stream (human/plan_review.py)
+                sink = plan.watching(sink)
             attempt = Attempt(options, prompt, signal=signal,
-                              on_events=None if writing else partial(self._on_events, state),
+                              on_events=None if writing else sink,
                               on_session=None if writing else partial(self._on_session, state),
                               idle_timeout=self.resilience.idle_timeout,
                               ask_tool=str(getattr(channel, "tool_name", "") or ""),

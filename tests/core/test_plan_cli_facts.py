@@ -112,3 +112,23 @@ async def test_a_denied_exit_gives_the_model_the_words(double_factory: Any, cli_
 
     await drive(md, cli_home, ws, can_use_tool=decide)
     assert md.model_requests()[-1].last_tool_result == "Keep planning: add tests first."
+
+
+async def test_probe_setmode(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    from claude_agent_sdk.types import PermissionUpdate
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    md = await double_factory(planning(ws))
+    asked: list[tuple[str, Any]] = []
+
+    async def decide(tool: str, args: dict[str, Any], context: Any) -> Any:
+        asked.append((tool, context.suggestions, context.tool_use_id))
+        if tool == "ExitPlanMode":
+            return PermissionResultAllow(updated_permissions=[PermissionUpdate(type="setMode", mode="acceptEdits")])
+        return PermissionResultDeny(message="no")
+
+    await drive(md, cli_home, ws, can_use_tool=decide)
+    print(asked)
+    print([r.last_tool_result for r in md.model_requests()])
+    print(list(ws.iterdir()))
+    assert 0
