@@ -65,7 +65,7 @@ Payload = Mapping[str, Any]
 # What the runtime adds to a question of its own (Ask.facts): a budget's figures, an approval's call and diff,
 # a plan's text and file (human/plan_review.py).
 ASK_FACT_KEYS = ("spent", "aside", "total", "cap", "step", "tool", "input", "diff_file", "diff_lines", "diff_bytes",
-                 "plan", "plan_file", "plan_chars")
+                 "plan", "plan_file", "plan_chars", "plan_bytes")
 MAIL, SHARE = "mail", "share"
 
 

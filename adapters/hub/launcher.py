@@ -87,7 +87,7 @@ class Launcher:
                        s.budget_usd if opts.budget_usd is None else opts.budget_usd, spent_usd=record.spent_usd,
                        approvals=merge_rules(s.approvals, s.channel_approvals.get(where),
                                              {"ask_tools": list(opts.approve or ())}),
-                       model=opts.model or s.model, effort=opts.effort or s.effort)
+                       model=opts.model or s.model, effort=opts.effort or s.effort, plan_first=bool(opts.plan))
 
     def launch(self, record: RunRecord, how: Launch = Launch()) -> LiveRun:
         """Show a run in its threads and start its run side through the transport (`how`: see Launch)."""

@@ -26,6 +26,7 @@ class RunOptions:
     approve: tuple[str, ...] | None = None  # tools to ask about before they run, beside the channel's
     model: str | None = None  # the run's model and effort (a person may change them while it runs)
     effort: str | None = None
+    plan: bool | None = None  # plan first: the work starts once a person approved the agent's plan
 
     def to_json(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items() if v is not None})

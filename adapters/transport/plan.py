@@ -42,6 +42,8 @@ class RunPlan:
     # The run's model and effort over every agent's own (None: the agents' or the CLI's default).
     model: str | None = None
     effort: str | None = None
+    # Plan first: the work step starts in plan mode and works once a person approved its plan (kept in run_dir).
+    plan_first: bool = False
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -77,7 +79,7 @@ def default_factory(plan: RunPlan) -> Workflow:
     ``plan.budget_usd`` becomes the workflow's cost cap (a budget of 0 raises: the run is refused)."""
     kw: dict[str, Any] = {"workspace": plan.workspace, "run_dir": plan.run_dir, "timeout_s": plan.timeout_s,
                           "max_asks": plan.max_asks, "budget_usd": plan.budget_usd, "approvals": plan.approvals,
-                          "step_names": BOT_STEPS, "language": plan.language}
+                          "step_names": BOT_STEPS, "language": plan.language, "plan": plan.plan_first}
     if plan.waking:
         try:
             return starter_flow(plan.remark, **kw)

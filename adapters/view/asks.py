@@ -6,7 +6,8 @@ HumanChannel (each wake of a run gets a new one), so the hub names cards "<wake>
 
 A question the runtime asks itself carries a ``kind``: "budget" (the run reached its cost cap) is
 drawn as its own card — the figures, one button per raise and Stop, words for anything else;
-"approval" (a tool call waiting for a person) is drawn by approval_card.py.
+"approval" (a tool call waiting for a person) is drawn by approval_card.py, "plan" (a plan-first run's
+plan waiting for review) by plan_card.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from adapters.ids import encode
 from adapters.platform import Button, OutMessage
 from adapters.view.approval_card import APPROVAL, render_approval
 from adapters.view.card import AskCard
+from adapters.view.plan_card import PLAN_REVIEW, render_plan
 
 MAX_OPTION_BUTTONS = 20  # leaves room for "answer in words" and "decline" under every platform's cap
 LABEL_MAX = 70
@@ -40,6 +42,8 @@ def render(run_id: str, card: AskCard, who: fmt.Who = fmt.plain_who) -> OutMessa
         return render_budget(run_id, card, who)
     if card.kind == APPROVAL:
         return render_approval(run_id, card, who)
+    if card.kind == PLAN_REVIEW:
+        return render_plan(run_id, card, who)
     lines = [card.question]
     if card.options:
         lines.append("")

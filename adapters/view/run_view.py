@@ -35,6 +35,7 @@ from adapters.platform import OutMessage
 from adapters.view.approval_card import whole_diff
 from adapters.view.asks import AskCard
 from adapters.view.live import PLAN_TOOL, LiveTurn
+from adapters.view.plan_card import whole_plan
 from adapters.view.prose import ProseBuffer
 from adapters.view.receipts import Receipts
 from adapters.view.status import StatusCard
@@ -394,9 +395,10 @@ class RunView:
             self._cards.pop(card_id, None)
             self._bound.pop(ask_id, None)
         out.append(asks.render(self.run_id, card, self.cfg.who))
-        diff = whole_diff(self.run_id, card) if state == "asked" and not ask.restored else None
-        if diff is not None:  # an edit longer than the card's preview: the whole diff as a file beside it
-            out.append(diff)
+        for beside in (whole_diff, whole_plan) if state == "asked" and not ask.restored else ():
+            file = beside(self.run_id, card)
+            if file is not None:  # an edit (or a plan) longer than the card shows: the whole of it as a file beside
+                out.append(file)
         if self.status_card.state in status.FINAL_STATES:
             return False
         before = self.status_card.state

@@ -145,7 +145,8 @@ class PlanReview:
 
     def facts(self, text: str) -> dict[str, Any]:
         """The plan ask's payload facts; the whole plan goes to ``plans/<time>.md`` beside the state file."""
-        facts: dict[str, Any] = {"tool": TOOL, "input": {}, "plan": cap(text, MAX_CARD_CHARS), "plan_chars": len(text)}
+        facts: dict[str, Any] = {"tool": TOOL, "input": {}, "plan": cap(text, MAX_CARD_CHARS), "plan_chars": len(text),
+                                 "plan_bytes": len(text.encode())}
         folder = self.path.parent / "plans"
         try:
             folder.mkdir(parents=True, exist_ok=True)
