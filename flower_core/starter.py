@@ -253,8 +253,8 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
     mode, and works once a person approved its plan (``wf.channel.plan``, kept in ``<run_dir>/plan.json``).
     """
     from flower_core.human import HumanChannel  # the channel pulls in the SDK's MCP helpers lazily
-    from flower_core.human.approval import gate_from, merge_rules
-    from flower_core.human.plan_review import ASK_AFTER, STATE_FILE, PlanReview
+    from flower_core.human.approval import gate_from
+    from flower_core.human.plan_review import plan_first
 
     lang = catalogue(language)
     budget = Budget(budget_usd, steps=budget_steps) if budget_usd is not None else None
@@ -277,13 +277,9 @@ def starter_flow(task: str, *, workspace: str | Path = ".", run_dir: str | Path 
         raise ValueError("starter_flow needs a task, e.g. starter_flow('build me X', ...)")
     channel = HumanChannel(log_path=wb.qa_log, amend_path=wb.brief, max_asks=max_asks, timeout_s=timeout_s,
                            language=lang)
-    grants = Path(run_dir) / "approvals.json"
-    channel.approvals = gate_from(approvals, cwd=wb.workspace, grants_path=grants)
+    channel.approvals = gate_from(approvals, cwd=wb.workspace, grants_path=Path(run_dir) / "approvals.json")
     if plan:
-        after = merge_rules(approvals, {"ask_tools": list(ASK_AFTER)})
-        channel.plan = PlanReview(Path(run_dir) / STATE_FILE, free_prefix=channel.tool_name.rsplit("__", 1)[0] + "__",
-                                  after=lambda: gate_from(after, cwd=wb.workspace, grants_path=grants))
-        channel.plan.arm(channel)  # approved "ask before edits" before a restart: the gate is on again
+        plan_first(channel, run_dir, approvals=approvals, cwd=wb.workspace)
     if budget is not None:
         budget.channel = channel
     remark = task if waking else ""

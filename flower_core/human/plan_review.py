@@ -216,3 +216,19 @@ class PlanReview:
 def plan_of(channel: Any) -> PlanReview | None:
     plan = getattr(channel, "plan", None)
     return plan if isinstance(plan, PlanReview) else None
+
+
+def plan_first(channel: Any, run_dir: str | Path, *, approvals: dict[str, Any] | None = None,
+               cwd: str | Path = "") -> PlanReview:
+    """Give ``channel`` a plan review kept in ``<run_dir>/plan.json``; "ask before edits" turns on the run's
+    ``approvals`` rules plus ASK_AFTER (a gate whose grants live beside the run's own)."""
+    from flower_core.human.approval import gate_from, merge_rules
+
+    after = merge_rules(approvals, {"ask_tools": list(ASK_AFTER)})
+    grants = Path(run_dir) / "approvals.json"
+    prefix = str(getattr(channel, "tool_name", "") or "mcp__human__ask").rsplit("__", 1)[0] + "__"
+    plan = PlanReview(Path(run_dir) / STATE_FILE, free_prefix=prefix,
+                      after=lambda: gate_from(after, cwd=cwd, grants_path=grants))
+    channel.plan = plan
+    plan.arm(channel)  # "ask before edits" approved before a restart: the gate is on again
+    return plan

@@ -1,0 +1,154 @@
+"""Plan first on the hub: the real SDK + CLI on the model double, the in-memory surface.
+
+A run started with ``RunOptions(plan=True)`` runs in the CLI's plan mode: its edit is refused until a person
+approves the plan card; "Keep planning…" words reach the agent as feedback and it presents a new plan;
+"Approve, ask before edits" turns its next edit into an approval card; a late click on a decided plan card is
+told it is settled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.hub import Hub, RunOptions
+from adapters.memory_surface import MemorySurface
+from adapters.state import MemoryStateStore
+from bots.flows import single_flow
+from flower_core.human.plan_review import APPROVED
+from tests.conftest import scenario_of
+from tests.hub.test_parking_hub import parked_card
+from tests.support.drive import drive
+from tests.support.hub_support import QUICK, THREAD, Watch, button, hub_of
+from tests.support.runtime_support import FAST
+
+PLAN = "1. Write notes.txt with the word yo.\n2. Say done."
+PLAN2 = "1. Add a test first.\n2. Write notes.txt with the word yo."
+
+
+def write(path: str, content: str) -> dict[str, Any]:
+    return {"tool": "Write", "input": {"file_path": path, "content": content}}
+
+
+def turns(path: str, *, plans: tuple[str, ...] = (PLAN,)) -> list[dict[str, Any]]:
+    early = [{"say": "Trying to write early.", "call": [write(path, "early")]}]
+    presented = [{"say": "Here is my plan.", "call": [{"tool": "ExitPlanMode", "input": {"plan": p}}]} for p in plans]
+    return early + presented + [{"say": "Writing.", "call": [write(path, "yo")]}, {"say": "Done: {last_tool_result}"}]
+
+
+def hub_for(tmp_path: Path, md: Any, cli_home: Path, surface: MemorySurface, store: MemoryStateStore,
+            **kw: Any) -> Hub:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return hub_of(surface, store, root=tmp_path / "runs", env={**md.env(cli_home), "HOME": str(home)},
+                  factory=single_flow, view=QUICK, runtime_options={"resilience": FAST},
+                  workspaces={"memory:C1": ws_of(tmp_path)}, **kw)
+
+
+def ws_of(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return ws
+
+
+def parking(parked: bool) -> dict[str, Any]:
+    """Parked: the CLI goes the moment the card shows (no warm pool); warm: the default pool keeps it."""
+    return {"park_after_s": 0} if parked else {}
+
+
+def results(md: Any) -> list[str]:
+    return [r.last_tool_result for r in md.model_requests()][1:]
+
+
+@pytest.mark.parametrize("parked", [False, True], ids=["warm", "parked"])
+async def test_no_edit_before_the_plan_is_approved_then_approve_and_go(double_factory: Any, cli_home: Path,
+                                                                      tmp_path: Path, parked: bool) -> None:
+    surface, store = MemorySurface(), MemoryStateStore()
+    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws_of(tmp_path)}/notes.txt")}))
+    watch = Watch(surface)
+    hub = hub_for(tmp_path, md, cli_home, surface, store, **parking(parked))
+    try:
+        started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
+        assert started.ok
+        card = await watch.card("ask:1-q1")
+        assert card.title.startswith("📋 The agent's plan") and PLAN in card.text
+        assert [b.label for b in card.buttons] == ["Approve and go", "Approve, ask before edits", "Keep planning…"]
+        workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
+        assert not (workspace / "notes.txt").exists()
+        assert "nothing may change before a person has approved your plan" in results(md)[0]
+        if parked:  # the plan waits with no CLI, like a question
+            await watch.until(parked_card)
+            assert hub.parked() == [started.run_id]
+
+        assert (await drive(hub).handle_action(button(card, "Approve and go"), "alice", delivery_id="d1")).ok
+        live = await hub.query.wait(started.run_id)
+        assert live is not None and live.outcome is not None and live.outcome.state == "done"
+        assert (workspace / "notes.txt").read_text() == "yo"
+        assert APPROVED in results(md)
+        settled = await watch.card("ask:1-q1", open_=False)
+        assert settled.title.startswith("✅ Plan approved by alice")
+        late = await drive(hub).handle_action(button(card, "Keep planning…"), "bea", delivery_id="d2",
+                                                text="more")
+        assert not late.ok and "already settled" in late.message
+    finally:
+        await hub.close()
+
+
+@pytest.mark.parametrize("parked", [False, True], ids=["warm", "parked"])
+async def test_keep_planning_words_reach_the_agent_and_it_presents_a_new_plan(double_factory: Any, cli_home: Path,
+                                                                             tmp_path: Path, parked: bool) -> None:
+    surface, store = MemorySurface(), MemoryStateStore()
+    ws = ws_of(tmp_path)
+    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws}/notes.txt", plans=(PLAN, PLAN2))}))
+    watch = Watch(surface)
+    hub = hub_for(tmp_path, md, cli_home, surface, store, **parking(parked))
+    try:
+        started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
+        card = await watch.card("ask:1-q1")
+        revise = await drive(hub).handle_action(button(card, "Keep planning…"), "alice",
+                                                delivery_id="d1", text="Add a test first.")
+        assert revise.ok
+        second = await watch.card("ask:1-q2")
+        assert PLAN2 in second.text
+        workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
+        assert not (workspace / "notes.txt").exists()
+        feedback = results(md)[-1]
+        assert "keep planning" in feedback and "Add a test first." in feedback
+        settled = await watch.card("ask:1-q1", open_=False)
+        assert settled.title == "📝 alice asked for more planning" and "Feedback: Add a test first." in settled.text
+
+        assert (await drive(hub).handle_action(button(second, "Approve and go"), "alice", delivery_id="d2")).ok
+        live = await hub.query.wait(started.run_id)
+        assert live is not None and live.outcome is not None and live.outcome.state == "done"
+        assert (workspace / "notes.txt").read_text() == "yo"
+    finally:
+        await hub.close()
+
+
+@pytest.mark.parametrize("parked", [False, True], ids=["warm", "parked"])
+async def test_approve_ask_before_edits_turns_the_next_edit_into_an_approval_card(double_factory: Any,
+                                                                                 cli_home: Path,
+                                                                                 tmp_path: Path, parked: bool) -> None:
+    surface, store = MemorySurface(), MemoryStateStore()
+    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws_of(tmp_path)}/notes.txt")}))
+    watch = Watch(surface)
+    hub = hub_for(tmp_path, md, cli_home, surface, store, **parking(parked))
+    try:
+        started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
+        card = await watch.card("ask:1-q1")
+        assert (await drive(hub).handle_action(button(card, "Approve, ask before edits"), "alice",
+                                               delivery_id="d1")).ok
+        approval = await watch.card("ask:1-q2")
+        assert approval.title == "🔐 The agent wants to run Write"
+        workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
+        assert not (workspace / "notes.txt").exists()
+        settled = await watch.card("ask:1-q1", open_=False)
+        assert settled.title.startswith("✅ Plan approved by alice") and "ask first" in settled.title
+        assert (await drive(hub).handle_action(button(approval, "Allow once"), "alice", delivery_id="d2")).ok
+        live = await hub.query.wait(started.run_id)
+        assert live is not None and live.outcome is not None and live.outcome.state == "done"
+        assert (workspace / "notes.txt").read_text() == "yo"
+    finally:
+        await hub.close()
