@@ -12,10 +12,13 @@
     the decision is kept in ``<run_dir>/plan.json`` before anyone is told it is decided (the parking's
     keep_outcomes hook, runtime/park_plan.py), so a restart never asks it again nor plans again.
 
-Why the plan comes from the stream (tests/core/test_plan_cli_facts.py): the CLI hands ExitPlanMode to the
-callback, and to PreToolUse hooks, with an *empty* input; the plan is only in the assistant message's tool
-call. ``watching`` wraps the step's event sink so ``review`` can find it by the call's id. Without a
-callback the CLI disables ExitPlanMode in a headless session, which is why a plan-first step always has one.
+Where the plan comes from (tests/core/test_plan_cli_facts.py): the CLI hands ExitPlanMode to the callback,
+and to PreToolUse hooks, with an *empty* input. The CLI tells the model to write its plan into a file in
+``<config dir>/plans/`` (the one edit plan mode allows, and that write reaches the callback too, so it is
+free here) and to call ExitPlanMode when done; a model may also put the plan in the call's ``plan`` input,
+which only the stream shows. ``watching`` wraps the step's event sink and keeps both, by call id and by the
+last plan file written, so ``review`` shows the call's own plan, else the file's. Without a callback the CLI
+disables ExitPlanMode in a headless session, which is why a plan-first step always has one.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ APPROVED = "User has approved exiting plan mode. You can now proceed."
 # What a planning agent may use: reading, searching, delegating (its workers are held by the same rule), its todo list.
 FREE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "Agent", "Task",
                         "TodoWrite", TOOL})
+PLAN_FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 MAX_CARD_CHARS = 20_000  # of the plan in the ask's payload; the whole plan is in its file
 STATE_FILE = "plan.json"
 # How long ``review`` waits for the plan's call to come through the stream (the SDK may hand the callback
@@ -110,6 +114,8 @@ class PlanReview:
         self.state = self._load()
         self._texts: dict[str, str] = {}
         self._armed = False
+        self.plans_dir: Path | None = None  # the CLI's plans folder (permission.wire sets it from the CLI's env)
+        self._plan_file: Path | None = None  # the plan file the agent wrote last
 
     @property
     def planning(self) -> bool:
@@ -118,7 +124,7 @@ class PlanReview:
     def holds(self, tool: str, args: dict[str, Any]) -> bool:
         """Would this call be refused while planning? Everything but FREE_TOOLS, the channel's own tools
         and a read-only shell command."""
-        if tool in FREE_TOOLS or tool.startswith(self.free_prefix):
+        if tool in FREE_TOOLS or tool.startswith(self.free_prefix) or self._plan_file_of(tool, args) is not None:
             return False
         if tool == "Bash":
             from flower_core.guards import is_ephemeral  # (guards imports the SDK's types lazily too)
@@ -131,17 +137,33 @@ class PlanReview:
         """``sink`` that also keeps the plan of every ExitPlanMode call it sees, by call id."""
         def seen(events: list[Event]) -> None:
             for ev in events:
-                if ev.kind == "tool_call" and ev.tool == TOOL and (call := ToolCallPayload.of(ev)).id:
+                if ev.kind != "tool_call" or not (call := ToolCallPayload.of(ev)).id:
+                    continue
+                if ev.tool == TOOL:
                     plan = call.input.get("plan")
                     self._texts[call.id] = plan if isinstance(plan, str) else ""
+                elif (written := self._plan_file_of(ev.tool, call.input)) is not None:
+                    self._plan_file = written
             sink(events)
         return seen
 
+    def _plan_file_of(self, tool: str, args: dict[str, Any]) -> Path | None:
+        """The file an edit call writes when it is in the CLI's plans folder (plan mode's one allowed edit)."""
+        raw = args.get("file_path")
+        if tool not in PLAN_FILE_TOOLS or self.plans_dir is None or not isinstance(raw, str) or not raw:
+            return None
+        path = Path(os.path.normpath(raw))
+        return path if path.is_absolute() and path.parent == self.plans_dir else None
+
     async def text_of(self, call_id: str) -> str:
+        """The plan of the ExitPlanMode call ``call_id``: its own input's, else the plan file's ("" if none)."""
         deadline = time.monotonic() + TEXT_WAIT_S
         while call_id not in self._texts and time.monotonic() < deadline:
             await asyncio.sleep(TEXT_POLL_S)
-        return self._texts.pop(call_id, "")
+        text = self._texts.pop(call_id, "")
+        if not text.strip() and self._plan_file is not None:
+            text = read_plan(self._plan_file)
+        return text
 
     def facts(self, text: str) -> dict[str, Any]:
         """The plan ask's payload facts; the whole plan goes to ``plans/<time>.md`` beside the state file."""
@@ -211,6 +233,19 @@ class PlanReview:
             tmp.replace(self.path)
         except OSError:
             pass
+
+
+def read_plan(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def plans_dir(env: dict[str, str] | None) -> Path:
+    """Where the CLI keeps plan files: ``<config dir>/plans`` (CLAUDE_CONFIG_DIR, else ~/.claude)."""
+    config = (env or {}).get("CLAUDE_CONFIG_DIR") or os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude"
+    return Path(os.path.normpath(Path(config).expanduser())) / "plans"
 
 
 def plan_of(channel: Any) -> PlanReview | None:

@@ -36,9 +36,9 @@ from flower_core.human.plan_review import (
     decision_of,
     option_of,
     plan_of,
+    read_plan,
 )
 from flower_core.lang import catalogue
-from flower_core.runtime.park_approval import call_input
 from flower_core.runtime.parked import ParkRecord, ParkRecords
 
 Write = Callable[[ParkRecord, str, bool], Awaitable[bool]]
@@ -51,11 +51,10 @@ def waiting(channel: Any) -> Any:
     return pending[0] if len(pending) == 1 else None
 
 
-def mark(record: ParkRecord, call: dict[str, Any]) -> None:
-    """Make ``record`` the record of a plan review on the stored call: the plan is in the call's input."""
+def mark(record: ParkRecord, ask: Any) -> None:
+    """Make ``record`` the record of the plan review ``ask``: the plan as its card shows it, and its file."""
     record.kind, record.tool = KIND, TOOL
-    plan = call_input(call, record.call_id).get("plan")
-    record.input = {"plan": plan if isinstance(plan, str) else ""}
+    record.input = {k: ask.facts[k] for k in ("plan", "plan_file") if isinstance(ask.facts.get(k), str)}
 
 
 def keep_decisions(channel: Any, ask_id: str, records: ParkRecords, record: ParkRecord) -> None:
@@ -79,7 +78,8 @@ def restore(channel: Any, records: ParkRecords, record: ParkRecord) -> Any:
     """Ask a parked plan again in a new process; one decided before the old process went away is applied at
     once (its card shows the decision, nobody is asked twice)."""
     plan = plan_of(channel)
-    text = str(record.input.get("plan") or "")
+    text = read_plan(record.input["plan_file"]) if record.input.get("plan_file") else ""
+    text = text or str(record.input.get("plan") or "")
     facts = plan.facts(text) if plan is not None else {"tool": TOOL, "input": {}, "plan": text}
     ask = channel.restore(record.question, list(record.options or OPTIONS), record.asked_at, kind=KIND, facts=facts)
     decision = record.decision or (plan.state if plan is not None and not plan.planning else "")
@@ -108,7 +108,7 @@ async def settle(record: ParkRecord, ask: Any, channel: Any, records: ParkRecord
 
 def mark_waiting(channel: Any, ask: Any, call: dict[str, Any], records: ParkRecords, record: ParkRecord) -> bool:
     """Record a plan waiting with its CLI up (see the module's docstring); its decision is kept in it."""
-    mark(record, call)
+    mark(record, ask)
     try:
         records.save(record)
     except OSError:

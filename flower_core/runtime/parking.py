@@ -314,7 +314,7 @@ class Parking:
             park_approval.mark(record, ask, call)
             park_approval.keep_decisions(channel, ask.id, self.records, record)
         elif ask.kind == park_plan.KIND:
-            park_plan.mark(record, call)
+            park_plan.mark(record, ask)
             park_plan.keep_decisions(channel, ask.id, self.records, record)
         self._parking[id(state)] = (ask, call_id, record)
         signal.request("park")

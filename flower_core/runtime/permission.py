@@ -23,7 +23,7 @@ import warnings
 from typing import Any
 
 from flower_core.human.approval import ApprovalGate, Decision
-from flower_core.human.plan_review import TOOL, Verdict, plan_of
+from flower_core.human.plan_review import TOOL, Verdict, plan_of, plans_dir
 from flower_core.lang import catalogue
 
 UNGRANTED = "Claude requested permissions to use {tool}, but you haven't granted it yet."
@@ -47,6 +47,8 @@ def wire(kwargs: dict[str, Any], channel: Any, *, plan_first: bool = False) -> d
     plan = plan_of(channel) if plan_first else None
     if gate_of(channel) is None and plan is None:
         return kwargs
+    if plan is not None:  # the one edit plan mode allows: the agent's plan file in the CLI's config dir
+        plan.plans_dir = plans_dir(kwargs.get("env"))
     from claude_agent_sdk import HookMatcher, PermissionResultAllow, PermissionResultDeny
     from claude_agent_sdk.types import CanUseToolShadowedWarning, PermissionUpdate
 

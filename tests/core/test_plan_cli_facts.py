@@ -7,6 +7,9 @@ checked against the real CLI (on the model double) so an upgrade that changes th
 - With a callback, the CLI does not refuse edits itself in plan mode: it asks the callback, so the callback
   must refuse them while the plan waits. ``ExitPlanMode`` reaches the callback, and the PreToolUse hook, with
   an *empty* input: the plan is only in the stream's tool call (the ToolUseBlock's ``input["plan"]``).
+- The CLI tells the model to write its plan into ``<config dir>/plans/<name>.md`` ("the only file you are
+  allowed to edit") and then call ExitPlanMode, a deferred tool; that Write reaches the callback as well, and
+  an ExitPlanMode made with an empty input is allowed all the same: the plan is then only in the file.
 - Allowing ``ExitPlanMode`` answers "User has approved exiting plan mode. You can now proceed." and the
   CLI leaves plan mode; denying it with a message gives the model that message as the tool's (error) result,
   and it stays in plan mode: that is how "Keep planning…" words would reach it.
@@ -14,6 +17,7 @@ checked against the real CLI (on the model double) so an upgrade that changes th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -114,21 +118,49 @@ async def test_a_denied_exit_gives_the_model_the_words(double_factory: Any, cli_
     assert md.model_requests()[-1].last_tool_result == "Keep planning: add tests first."
 
 
-async def test_probe_setmode(double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+
+async def test_an_allowed_exit_can_set_the_mode_the_work_goes_on_in(double_factory: Any, cli_home: Path,
+                                                                    tmp_path: Path) -> None:
+    """The allow result's ``setMode`` update takes the CLI out of plan mode into the step's own mode: in
+    ``acceptEdits`` the next Write runs without reaching the callback (permission.py relies on this)."""
     from claude_agent_sdk.types import PermissionUpdate
+
     ws = tmp_path / "ws"
     ws.mkdir()
     md = await double_factory(planning(ws))
-    asked: list[tuple[str, Any]] = []
+    asked: list[tuple[str, str | None]] = []
 
     async def decide(tool: str, args: dict[str, Any], context: Any) -> Any:
-        asked.append((tool, context.suggestions, context.tool_use_id))
+        asked.append((tool, context.tool_use_id))
         if tool == "ExitPlanMode":
             return PermissionResultAllow(updated_permissions=[PermissionUpdate(type="setMode", mode="acceptEdits")])
-        return PermissionResultDeny(message="no")
+        return PermissionResultDeny(message="Not before the plan is approved.")
 
-    await drive(md, cli_home, ws, can_use_tool=decide)
-    print(asked)
-    print([r.last_tool_result for r in md.model_requests()])
-    print(list(ws.iterdir()))
-    assert 0
+    exits = await drive(md, cli_home, ws, can_use_tool=decide)
+    assert [t for t, _ in asked] == ["Write", "ExitPlanMode"]  # the second Write never asked
+    assert all(call_id for _, call_id in asked)  # the callback learns the call's id: the plan is found by it
+    assert exits == [{"plan": PLAN}]
+    assert sorted(p.name for p in ws.iterdir()) == ["y.txt"]
+
+
+async def test_the_plan_may_be_a_file_in_the_config_dir_and_the_exit_empty(double_factory: Any, cli_home: Path,
+                                                                           tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    plan_file = cli_home / "plans" / "my-plan.md"
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Writing the plan.", "call": [{"tool": "Write", "input": {"file_path": str(plan_file),
+                                                                          "content": PLAN}}]},
+        {"say": "Done planning.", "call": [{"tool": "ExitPlanMode", "input": {}}]},
+        {"say": "Done."}]}))
+    asked: list[str] = []
+
+    async def decide(tool: str, args: dict[str, Any], context: Any) -> Any:
+        asked.append(tool)
+        return PermissionResultAllow()
+
+    exits = await drive(md, cli_home, ws, can_use_tool=decide)
+    assert asked == ["Write", "ExitPlanMode"] and exits == [{}]
+    assert plan_file.read_text() == PLAN
+    assert f"create your plan at {cli_home}/plans/" in json.dumps(md.model_requests()[0].body)  # where it says
+    assert md.model_requests()[-1].last_tool_result == "User has approved exiting plan mode. You can now proceed."

@@ -152,3 +152,34 @@ async def test_approve_ask_before_edits_turns_the_next_edit_into_an_approval_car
         assert (workspace / "notes.txt").read_text() == "yo"
     finally:
         await hub.close()
+
+
+async def test_a_plan_written_to_the_clis_plan_file_is_the_card_and_a_long_one_comes_as_a_file(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    """The CLI's own way: the plan goes into ``<config dir>/plans/…`` (allowed while planning), ExitPlanMode
+    comes with an empty input; the card shows the file's plan, and a plan past the card's room comes whole."""
+    long_plan = "# Plan\n" + "\n".join(f"{i}. Step number {i} of the careful plan." for i in range(1, 120))
+    plan_file = cli_home / "plans" / "the-plan.md"
+    ws = ws_of(tmp_path)
+    surface, store = MemorySurface(), MemoryStateStore()
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Writing my plan.", "call": [write(str(plan_file), long_plan)]},
+        {"say": "Ready.", "call": [{"tool": "ExitPlanMode", "input": {}}]},
+        {"say": "Writing.", "call": [write(f"{ws}/notes.txt", "yo")]},
+        {"say": "Done."}]}))
+    watch = Watch(surface)
+    hub = hub_for(tmp_path, md, cli_home, surface, store)
+    try:
+        started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
+        card = await watch.card("ask:1-q1")
+        assert card.text.startswith("# Plan\n1. Step number 1") and "The whole plan is in the file below." in card.text
+        beside = (await watch.until(lambda s: s.find("plan:1-q1")))[0].msg
+        assert beside.attachment is not None and Path(beside.attachment.path).read_text() == long_plan
+        assert beside.attachment.size == len(long_plan.encode()) and f"{len(long_plan)} characters" in beside.text
+        assert plan_file.read_text() == long_plan  # the plan file's write was not held
+        assert (await drive(hub).handle_action(button(card, "Approve and go"), "alice", delivery_id="d1")).ok
+        live = await hub.query.wait(started.run_id)
+        assert live is not None and live.outcome is not None and live.outcome.state == "done"
+        assert (ws / "notes.txt").read_text() == "yo"
+    finally:
+        await hub.close()
