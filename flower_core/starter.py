@@ -213,7 +213,8 @@ def _work_step(channel: Any, wb: Workbench, remark: str, *, worker_prompt: str, 
         where = f"The brief: {wb.show(wb.brief)}"
         if goal:
             where += f"\nThe goal and its checklist: {wb.show(wb.goal)}"
-        return f"{WORK_OPENING}\n\n{where}\n\n{brief}{said}"
+        first = f"\n\n{catalogue(channel.lang)['plan.first']}" if choices.plan_first else ""  # (the demo routes on it)
+        return f"{WORK_OPENING}\n\n{where}\n\n{brief}{said}{first}"
 
     step = Step(names.work, spec, prompt, resume_prompt=(f"{remark}\n\n{WORK_RESUME}" if remark else WORK_RESUME))
     if goal:

@@ -54,6 +54,10 @@ APPROVED = "User has approved exiting plan mode. You can now proceed."
 FREE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "Agent", "Task",
                         "TodoWrite", TOOL})
 PLAN_FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
+# What the CLI lets through in plan mode by itself. Everything else is sent to the callback while planning (the
+# hook's "ask"), which decides by ``holds``: the CLI's plan mode would refuse some of what is free here, e.g. an
+# Agent call ("Auto mode is unavailable…": its classifier does not run for SDK sessions).
+READ_ONLY = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
 MAX_CARD_CHARS = 20_000  # of the plan in the ask's payload; the whole plan is in its file
 STATE_FILE = "plan.json"
 # How long ``review`` waits for the plan's call to come through the stream (the SDK may hand the callback
@@ -186,6 +190,9 @@ class PlanReview:
         if not self.planning:  # approved already (a call made again after a restart): nothing to ask
             return Verdict(True, decision=self.state)
         text = await self.text_of(call_id)
+        wait = getattr(channel, "timeout_s", None)
+        if wait is not None and wait <= 0:  # an unattended run: nobody will review it, so the plan is its result
+            return Verdict(False, lang["plan.unattended"])
         ask = await channel.ask_outcome(lang["plan.question"], list(OPTIONS), kind=KIND, facts=self.facts(text),
                                         timeout_s=None)
         return self.verdict(ask, channel, lang)

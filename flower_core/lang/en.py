@@ -37,6 +37,8 @@ TEXTS: dict[str, str] = {
                            "and write this into the \"Unknowns and assumptions\" section."),
     "approval.cancelled": "The approval of this {tool} call was cancelled (the run was interrupted); it did not run.",
     # -- plan first (flower_core/human/plan_review.py) -------------------------------------------------
+    "plan.first": ("Plan first: this work starts in plan mode. Investigate without changing anything, then present "
+                   "your plan with ExitPlanMode; a person reviews it, and nothing changes before they approve it."),
     "plan.question": "The agent's plan is ready for review: approve it, or say what to plan differently.",
     "plan.planning": ("You are planning: nothing may change before a person has approved your plan, so this {tool} "
                       "call did not run. Investigate with read-only tools, then present your plan with ExitPlanMode."),
@@ -44,6 +46,8 @@ TEXTS: dict[str, str] = {
                     "the work: plan again with this in mind, then present the revised plan with ExitPlanMode."),
     "plan.revise_silent": ("The person reviewed your plan and wants you to keep planning. Do not start the work: think "
                            "it over, then present a revised plan with ExitPlanMode."),
+    "plan.unattended": ("Nobody is here to review your plan (this run is unattended), so nothing will be changed. "
+                        "Stop planning and end your turn with the plan as your result."),
     "plan.cancelled": "The review of your plan was cancelled (the run was interrupted); you are still planning.",
     "plan.note_approved": ("(Your plan waited for a person's review while the session was paused; they approved it, "
                            "as the tool result above says. Go on with the work.)"),

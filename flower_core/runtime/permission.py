@@ -23,7 +23,7 @@ import warnings
 from typing import Any
 
 from flower_core.human.approval import ApprovalGate, Decision
-from flower_core.human.plan_review import TOOL, Verdict, plan_of, plans_dir
+from flower_core.human.plan_review import READ_ONLY, TOOL, Verdict, plan_of, plans_dir
 from flower_core.lang import catalogue
 
 UNGRANTED = "Claude requested permissions to use {tool}, but you haven't granted it yet."
@@ -60,8 +60,8 @@ def wire(kwargs: dict[str, Any], channel: Any, *, plan_first: bool = False) -> d
     async def pre_tool_use(data: Any, tool_use_id: str | None, context: Any) -> Any:
         tool, args = str(data.get("tool_name", "")), data.get("tool_input")
         args = args if isinstance(args, dict) else {}
-        if plan is not None and plan.planning and plan.holds(tool, args):
-            return _ask("plan first: not before the plan is approved")
+        if plan is not None and plan.planning and tool not in READ_ONLY and tool != TOOL:
+            return _ask("plan first: the plan review decides while planning")  # (the callback: plan.holds)
         gate = gate_of(channel)  # looked up per call: approving a plan may turn one on (plan_review.py)
         if gate is None:
             return {}

@@ -183,3 +183,65 @@ async def test_a_plan_written_to_the_clis_plan_file_is_the_card_and_a_long_one_c
         assert (ws / "notes.txt").read_text() == "yo"
     finally:
         await hub.close()
+
+
+async def test_the_demo_plans_first_when_asked_and_works_once_approved(double_factory: Any, cli_home: Path,
+                                                                       tmp_path: Path) -> None:
+    """The offline demo (what `flower-bot web --demo` plays) with plan first: the clarify and goal steps as
+    always, then the work step's plan card; approved, the worker writes notes.md and the judge passes it."""
+    from adapters.transport.plan import default_factory
+
+    md = await double_factory("demo")
+    surface, store = MemorySurface(), MemoryStateStore()
+    watch = Watch(surface)
+    hub = hub_of(surface, store, root=tmp_path / "runs", env=md.env(cli_home), factory=default_factory, view=QUICK,
+                 runtime_options={"resilience": FAST})
+    try:
+        started = await drive(hub).start("write a greeting note", THREAD, "alice", options=RunOptions(plan=True))
+        question = await watch.card("ask:1-q1")
+        assert (await drive(hub).handle_action(button(question, "Hello"), "alice", delivery_id="d1")).ok
+        plan = await watch.card("ask:1-q2")
+        assert plan.title.startswith("📋 The agent's plan") and "Have a worker write" in plan.text
+        workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
+        assert not (workspace / "notes.md").exists()
+        assert (await drive(hub).handle_action(button(plan, "Approve and go"), "alice", delivery_id="d2")).ok
+        live = await hub.query.wait(started.run_id)
+        assert live is not None and live.outcome is not None and live.outcome.state == "done"
+        assert (workspace / "notes.md").is_file()
+        assert "coordinator-plan" in {r.conversation for r in md.model_requests()}
+    finally:
+        await hub.close()
+
+
+async def test_while_planning_the_agent_may_delegate_and_its_subagent_is_held_too(double_factory: Any,
+                                                                                cli_home: Path,
+                                                                                tmp_path: Path) -> None:
+    """An Agent call is free while planning (the CLI alone would refuse it: its auto-mode check does not run
+    here); the subagent's own edit is refused like the main thread's."""
+    ws = ws_of(tmp_path)
+    surface, store = MemorySurface(), MemoryStateStore()
+    md = await double_factory(scenario_of(
+        {"name": "sub", "match": "Sub task", "turn": [
+            {"say": "Trying to write.", "call": [write(f"{ws}/sub.txt", "no")]},
+            {"say": "Report: the write was refused: {last_tool_result}"}]},
+        {"name": "main", "turn": [
+            {"say": "Exploring.", "call": [{"tool": "Agent", "input": {
+                "description": "look around", "prompt": "Sub task: look around", "subagent_type": "general-purpose",
+                "run_in_background": False}}]},
+            {"say": "Here is my plan.", "call": [{"tool": "ExitPlanMode", "input": {"plan": PLAN}}]},
+            {"say": "Done."}]}))
+    watch = Watch(surface)
+    hub = hub_for(tmp_path, md, cli_home, surface, store)
+    try:
+        started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
+        card = await watch.card("ask:1-q1")
+        assert not (ws / "sub.txt").exists()
+        sub = [r.last_tool_result for r in md.model_requests("sub")]
+        assert "nothing may change before a person has approved your plan" in sub[-1]
+        delegated = [r.last_tool_result for r in md.model_requests("main")][1]
+        assert "Report: the write was refused" in delegated and "Auto mode" not in delegated
+        assert (await drive(hub).handle_action(button(card, "Approve and go"), "alice", delivery_id="d1")).ok
+        live = await hub.query.wait(started.run_id)
+        assert live is not None and live.outcome is not None and live.outcome.state == "done"
+    finally:
+        await hub.close()
