@@ -22,6 +22,8 @@ from aiohttp.test_utils import TestClient
 from adapters.hub import Hub
 from adapters.state import MemoryStateStore
 from adapters.web import WebFrontend
+from adapters.web.errors import ApiError
+from adapters.web.inbound import read_plan
 from bots.flows import single_flow
 from flower_core.human.plan_review import APPROVED
 from tests.conftest import scenario_of
@@ -183,3 +185,17 @@ async def test_go_ask_makes_the_edit_an_approval_which_is_not_a_plan_card(rig_fa
     assert ok.status == 200
     await rig.finished(run)
     assert rig.notes.read_text() == "yo"
+
+
+def test_a_decision_is_read_into_the_answer_the_plan_card_takes() -> None:
+    read = read_plan
+    assert read({"ask_id": "q1", "decision": "go"}) == ("q1", "Approve and go")
+    assert read({"ask_id": "q1", "decision": " go_ask ", "text": ""}) == ("q1", "Approve, ask before edits")
+    assert read({"ask_id": "q1", "decision": "revise"}) == ("q1", "Keep planning…")
+    assert read({"ask_id": "q1", "decision": "revise", "text": f"  {WORDS}\n"}) == ("q1", WORDS)
+    for body in ({"ask_id": "q1", "decision": "Go"}, {"ask_id": "q1", "decision": "go", "text": "now"},
+                 {"ask_id": "q1", "decision": "revise", "text": "2"}, {"ask_id": "q1", "decision": "revise",
+                                                                      "text": "approve"}, {"decision": "go"}):
+        with pytest.raises(ApiError) as refused:
+            read(body)
+        assert refused.value.status == 400, body
