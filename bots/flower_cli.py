@@ -2,7 +2,7 @@
 
     flower "task" [--timeout S] [--asks N] [--budget USD] [--approve TOOLS] [--window T] [--no-handoff] [--lang L]
                   [--rounds N] [--no-goal] [--judge-can-run] [--isolate] [--new] [--clarify-only] [--no-trim]
-                  [--model NAME] [--effort LEVEL] [-w DIR] [-r DIR]
+                  [--plan] [--model NAME] [--effort LEVEL] [-w DIR] [-r DIR]
     flower run MODULE:ATTR [--model NAME] [--effort LEVEL] [-w DIR] [-r DIR]   # a Workflow you wrote
     flower once "prompt" [-t TOOLS] [-i TEXT] [-p MODE] [-b USD] [--resume ID [--fork]] [--model NAME]
                 [--effort LEVEL] [-w DIR] [-r DIR]
@@ -32,6 +32,7 @@ from bots.terminal_run import (
     StarterChoices,
     UsageError,
     check_budget,
+    check_plan,
     drive_workflow,
     language_of,
     run_starter,
@@ -100,6 +101,9 @@ def _go_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clarify-only", action="store_true", help="only clarify the request, then stop")
     p.add_argument("--no-trim", action="store_true",
                    help="feed a resumed session its old large tool results whole (trimmed by default)")
+    p.add_argument("--plan", action="store_true",
+                   help="plan first: the work step presents a plan and changes nothing until you approve it at "
+                        "the prompt (1 go, 2 go but ask before edits and commands, or words to keep planning)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -219,7 +223,7 @@ async def _go(args: argparse.Namespace) -> int:
     flow = StarterChoices(timeout_s=args.timeout, max_asks=None if args.asks < 0 else args.asks,
                           budget_usd=args.budget, approve=args.approve, rounds=args.rounds, goal=not args.no_goal,
                           clarify_only=args.clarify_only, new=args.new, isolate=args.isolate,
-                          judge_can_run=args.judge_can_run, language=language_of(args.lang))
+                          judge_can_run=args.judge_can_run, language=language_of(args.lang), plan=args.plan)
     drive = DriveChoices(window=args.window, handoff=not args.no_handoff, trim=not args.no_trim, model=args.model,
                          effort=args.effort)
     return await run_starter(args.task, workspace=Path(args.workspace).resolve(), run_dir=Path(args.run_dir),
@@ -244,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cmd in ("go", "demo"):
             check_budget(args.budget)  # before credentials and before anything is created
             language_of(args.lang)
+        if args.cmd == "go":
+            check_plan(args.plan)
         if args.cmd == "demo":
             from bots.demo import run_demo
 

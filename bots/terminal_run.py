@@ -33,6 +33,17 @@ def check_budget(budget_usd: float | None) -> None:
                          "(e.g. --budget 5), or leave --budget out for no cap.")
 
 
+def check_plan(plan: bool, *, interactive: bool | None = None) -> None:
+    """--plan before anything is created: the plan waits for a person at the prompt (it never times out), and
+    piped input cannot answer it (lines read before it shows go to the inbox; at the pipe's end nobody is left),
+    so a plan-first run without a terminal would wait forever."""
+    if interactive is None:
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+    if plan and not interactive:
+        raise UsageError("flower: --plan waits for you to approve the agent's plan at the prompt, but stdin is not "
+                         "a terminal. Run it in a terminal, or leave --plan out.")
+
+
 def language_of(flag: str | None, env: Mapping[str, str] | None = None) -> str:
     """--lang, else FLOWER_LANG, else English; UsageError naming the flag for a language with no catalogue."""
     from flower_core.lang import available
@@ -64,7 +75,8 @@ class StarterChoices:
 
     ``approve``: the tools to ask about at the prompt before they run ("bash,edits"); ``rounds`` …
     ``judge_can_run`` go to starter_flow as they are; ``language`` is what the agent is told things in
-    (flower_core.lang; English here, the framework's own default is Chinese)."""
+    (flower_core.lang; English here, the framework's own default is Chinese); ``plan``: the work step plans
+    first and changes nothing until its plan is approved at the prompt (starter_flow's ``plan``)."""
 
     timeout_s: float = 1800.0
     max_asks: int | None = None
@@ -77,6 +89,7 @@ class StarterChoices:
     isolate: bool = False
     judge_can_run: bool = False
     language: str = "en"
+    plan: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,13 +119,15 @@ async def run_starter(task: str, *, workspace: Path, run_dir: Path, flow: Starte
 
     render = render or Render()
     check_budget(flow.budget_usd)
+    check_plan(flow.plan)
     approvals = approvals_of(flow.approve)
     workspace.mkdir(parents=True, exist_ok=True)
     try:
         wf = starter_flow(task, workspace=workspace, run_dir=run_dir, timeout_s=flow.timeout_s,
                           max_asks=flow.max_asks, budget_usd=flow.budget_usd, approvals=approvals, rounds=flow.rounds,
                           goal=flow.goal, clarify_only=flow.clarify_only, new=flow.new, isolate=flow.isolate,
-                          judge_can_run=flow.judge_can_run, step_names=BOT_STEPS, language=flow.language)
+                          judge_can_run=flow.judge_can_run, step_names=BOT_STEPS, language=flow.language,
+                          plan=flow.plan)
     except BudgetError as exc:
         raise UsageError(f"flower: {exc}") from exc
     except ValueError as exc:

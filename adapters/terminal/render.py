@@ -15,6 +15,8 @@ import threading
 from typing import Any, TextIO
 
 from flower_core import Event, is_partial
+from flower_core.human.plan_review import GO, GO_ASK, decision_of
+from flower_core.human.plan_review import KIND as PLAN
 from flower_core.payloads import (
     AskPayload,
     BudgetPayload,
@@ -256,6 +258,9 @@ class Render:
         if ask.kind == "approval":
             self._shown_asks.add(ask_id)
             return self._approval(ask)
+        if ask.kind == PLAN:
+            self._shown_asks.add(ask_id)
+            return self._plan(ev, ask)
         if state == "asked":
             self._shown_asks.add(ask_id)
             options = list(ask.options)
@@ -308,6 +313,35 @@ class Render:
         if state == "timeout":
             return [(f"  ! {tool} not approved (nobody answered) — it did not run", "warn")]
         return [(f"  . {tool} approval closed ({state})", "dim")]
+
+    @staticmethod
+    def _plan(ev: Event, ask: AskPayload) -> list[tuple[str, str]]:
+        """A plan-first run's plan (flower_core/human/plan_review.py): 1 or 2 approve it (the stdin reader turns
+        a digit into that option), words are what the agent reads before it plans again."""
+        state = ask.state or "asked"
+        if state == "asked":
+            text = ask.facts.get("plan")
+            plan = (clean(text).strip() if isinstance(text, str) else "") or "(the agent presented an empty plan)"
+            out = [(f"  ? {_one_line(ev.text, 500)}", "ask")]
+            out += [(f"    {line}".rstrip(), "") for line in plan.split("\n")]
+            chars, path = ask.facts.get("plan_chars"), ask.facts.get("plan_file")
+            cut = isinstance(chars, int) and chars > len(text if isinstance(text, str) else "")
+            if cut and isinstance(path, str) and path:
+                out.append((f"    (cut here: the whole plan, {chars} characters, is in {clean(path)})", "dim"))
+            out.append(("     1) Approve and go  2) Approve, ask before edits  or type words to keep planning", "ask"))
+            out.append(("     (nothing changes before you approve; Enter alone: keep planning without words)", "dim"))
+            return out
+        if state in ("answered", "declined"):
+            decision, words = decision_of(ask.answer) if state == "answered" else ("", ask.answer.strip())
+            if decision == GO:
+                return [("  + plan approved — the agent goes on", "ok")]
+            if decision == GO_ASK:
+                return [("  + plan approved — edits and commands will ask first", "ok")]
+            said = f": {_one_line(words)}" if words else ""
+            return [(f"  . keep planning{said} — the agent presents a new plan", "dim")]
+        if state == "cancelled":
+            return [("  . plan review closed (the run was interrupted) — it is still planning", "dim")]
+        return [(f"  · plan review {state}", "dim")]
 
     @staticmethod
     def _mail(ev: Event) -> list[tuple[str, str]]:

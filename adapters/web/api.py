@@ -4,16 +4,19 @@
 route                                      body → answer
 =========================================  =============================================================
 GET  /api/runs                             → {"runs": [run, …]} newest first
-POST /api/runs                             {"task", "timeout_s"?, "max_asks"?, "budget_usd"?, "approve"?: ["Bash", …]}
-                                             → 201 {"id", …}
+POST /api/runs                             {"task", "timeout_s"?, "max_asks"?, "budget_usd"?, "approve"?: ["Bash", …],
+                                             "model"?, "effort"?, "plan"?: true} → 201 {"id", …}
 GET  /api/runs/{id}                        → run
 GET  /api/runs/{id}/events?after=N         → {"events": [{"seq","kind","text","tool","payload"}], "dropped",
                                              "first", "last", "status", "live"}
-GET  /api/runs/{id}/asks                   → [{"id","question","options","waited_s","kind"[,"tool","input"]}, …]
-                                             (the seed's shape; "kind": "question", "approval" or "budget")
+GET  /api/runs/{id}/asks                   → [{"id","question","options","waited_s","kind"[,"tool","input"]
+                                             [,"plan","plan_chars"]}, …] (the seed's shape; "kind": "question",
+                                             "approval", "budget" or "plan")
 POST /api/runs/{id}/answer                 {"ask_id", "text"}
 POST /api/runs/{id}/decline                {"ask_id", "text"?}  (text = the reason, may be empty)
 POST /api/runs/{id}/approve                {"ask_id", "decision": "once"|"run"|"deny", "text"?}  a tool approval
+POST /api/runs/{id}/plan                   {"ask_id", "decision": "go"|"go_ask"|"revise", "text"?}  a plan card
+                                             (text: revise's words, what the agent reads before it plans again)
 POST /api/runs/{id}/send                   {"text"}  inbox mail
 POST /api/runs/{id}/interrupt              {"text"}  (empty: stop and go on)
 POST /api/runs/{id}/end                    —  stop the run for good
@@ -67,15 +70,18 @@ from adapters.web.context import PLATFORM, WEB_USER, WebContext, context_of, rea
 from adapters.web.errors import ApiError
 from adapters.web.inbound import (
     MODEL_FIELDS,
+    PLAN_FIELDS,
     START_FIELDS,
     button_run,
     read_approval,
     read_click,
     read_model,
+    read_plan,
     read_start,
     text_field,
 )
 from adapters.web.render import ask_json, click_json
+from flower_core.human.plan_review import KIND as PLAN_KIND
 
 __all__ = ["new_thread", "routes"]
 
@@ -151,6 +157,18 @@ async def approve(request: web.Request) -> web.Response:
     if not any(c.card_id == card_id and c.kind == "approval" for c in ctx.hub.query.open_cards(record.run_id)):
         raise ApiError(400, f"{card_id} is a question, not a tool approval: use .../answer or .../decline")
     result = await ctx.hub.submit(Approve(record.run_id, card_id, decision, words), WEB_USER, where=ctx.where(record))
+    return ctx.show(result, ask_id=card_id)
+
+
+async def plan(request: web.Request) -> web.Response:
+    """A plan-first run's plan card: go / go_ask answer it with that option, revise with the words (the card's own
+    rule, flower_core/human/plan_review.py), through the door like any answer."""
+    ctx, record = context_of(request), record_of(request)
+    ask_id, answer_text = read_plan(await read_body(request, PLAN_FIELDS))
+    card_id = resolve_card(ctx, record, ask_id.strip())
+    if not any(c.card_id == card_id and c.kind == PLAN_KIND for c in ctx.hub.query.open_cards(record.run_id)):
+        raise ApiError(400, f"{card_id} is not a plan card: use .../answer, .../decline or .../approve")
+    result = await ctx.hub.submit(Answer(record.run_id, card_id, answer_text), WEB_USER, where=ctx.where(record))
     return ctx.show(result, ask_id=card_id)
 
 
@@ -262,6 +280,7 @@ def routes() -> list[web.RouteDef]:
         web.post("/api/runs/{run_id}/answer", answer),
         web.post("/api/runs/{run_id}/decline", decline),
         web.post("/api/runs/{run_id}/approve", approve),
+        web.post("/api/runs/{run_id}/plan", plan),
         web.post("/api/runs/{run_id}/send", send),
         web.post("/api/runs/{run_id}/interrupt", interrupt),
         web.post("/api/runs/{run_id}/end", end),

@@ -9,6 +9,8 @@ read                              from → into
                                   a number ≥ 0 (None when absent)
 `read_start`                      POST /api/runs → `Start(task, RunOptions)`
 `read_approval`                   POST …/approve → (ask id, decision once|run|deny, words)
+`read_plan`                       POST …/plan → (ask id, the answer the plan card takes: an approving
+                                  option, or the words to keep planning with)
 `read_click`                      POST /api/action → (`Click`, its run id, the delivery id or None)
 `read_routine`                    POST /api/routines → `AddRoutine` (its "options" read as a start's)
 `after_cursor`, `show_all`        the `?after=N` and `?all=0|1` query parameters
@@ -32,9 +34,11 @@ from adapters.hub import AddRoutine, Click, RunOptions, Start
 from adapters.ids import IdError, decode
 from adapters.platform.limits import WEB
 from adapters.web.errors import ApiError
+from flower_core.human.plan_review import DECISIONS, KEEP_PLANNING, REVISE, decision_of, option_of
 
-__all__ = ["APPROVAL_DECISIONS", "Fields", "after_cursor", "cursor", "number_field", "page_frame", "parse_body",
-           "read_approval", "read_click", "read_routine", "read_start", "show_all", "shown", "text_field"]
+__all__ = ["APPROVAL_DECISIONS", "PLAN_FIELDS", "Fields", "after_cursor", "cursor", "number_field", "page_frame",
+           "parse_body", "read_approval", "read_click", "read_plan", "read_routine", "read_start", "show_all", "shown",
+           "text_field"]
 
 APPROVAL_DECISIONS = ("once", "run", "deny")
 Fields = dict[str, type | tuple[type, ...]]  # a body's field name -> the types it accepts
@@ -106,7 +110,7 @@ def number_field(data: dict[str, Any], key: str, *, integer: bool = False) -> An
 
 # ---- intents -------------------------------------------------------------------------------------
 START_FIELDS: Fields = {"task": str, "timeout_s": (int, float), "max_asks": int, "budget_usd": (int, float),
-                        "approve": list, "model": str, "effort": str}
+                        "approve": list, "model": str, "effort": str, "plan": bool}
 MODEL_FIELDS: Fields = {"model": str, "effort": str}
 
 
@@ -121,7 +125,8 @@ def read_start(data: dict[str, Any]) -> Start:
                          budget_usd=number_field(data, "budget_usd"),
                          approve=None if approve is None else tuple(approve),
                          model=text_field(data, "model", required=False).strip() or None,
-                         effort=text_field(data, "effort", required=False).strip().lower() or None)
+                         effort=text_field(data, "effort", required=False).strip().lower() or None,
+                         plan=True if data.get("plan") else None)  # false: the bot's default (no plan first)
     if (bad := options.problem()) is not None:
         raise ApiError(400, bad)
     return Start(task, options)
@@ -147,7 +152,7 @@ def read_routine(data: dict[str, Any]) -> AddRoutine:
     for key, value in options.items():
         if key not in START_FIELDS or key == "task":
             raise ApiError(400, f"unknown option {key!r} (known: timeout_s, max_asks, budget_usd, approve, model, "
-                           "effort)")
+                           "effort, plan)")
         if isinstance(value, dict | list) and key != "approve":
             raise ApiError(400, f"option {key!r} must be a number, got {shown(value)}")
     checked = parse_body(json.dumps({"task": task, **options}).encode(), "application/json", START_FIELDS)
@@ -166,6 +171,28 @@ def read_approval(data: dict[str, Any]) -> tuple[str, str, str]:
     if decision not in APPROVAL_DECISIONS:
         raise ApiError(400, f"decision must be one of {', '.join(APPROVAL_DECISIONS)}, got {shown(decision)}")
     return ask_id, decision, words
+
+
+PLAN_FIELDS: Fields = {"ask_id": str, "decision": str, "text": str}
+
+
+def read_plan(data: dict[str, Any]) -> tuple[str, str]:
+    """A plan decision body (PLAN_FIELDS): the ask id as sent and the answer that carries the decision — the
+    option text for go / go_ask, the words (else "Keep planning…") for revise. Words go with revise only, and
+    words the plan card would read as an approval ("1", "go", an option) are refused: a person who asked for
+    more planning must never have approved the plan by accident."""
+    ask_id, decision = text_field(data, "ask_id"), text_field(data, "decision").strip()
+    words = text_field(data, "text", required=False, empty_ok=True).strip()
+    if decision not in DECISIONS:
+        raise ApiError(400, f"decision must be one of {', '.join(DECISIONS)}, got {shown(decision)}")
+    if decision != REVISE:
+        if words:
+            raise ApiError(400, f"'text' goes with decision \"revise\" only: {decision} approves the plan as it is")
+        return ask_id, option_of(decision)
+    if words and decision_of(words)[0] != REVISE:
+        raise ApiError(400, f"the words {shown(words)} would read as an approval, not as feedback: say what to plan "
+                       "differently, or send decision \"go\" or \"go_ask\"")
+    return ask_id, words or KEEP_PLANNING
 
 
 def read_click(data: dict[str, Any]) -> tuple[Click, str | None]:

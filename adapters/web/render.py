@@ -10,7 +10,8 @@ built                   shape
 `run_json`              a run: {"id", "task", "status", "owner", "platform", "thread", "page_thread",
                         "created_at", "updated_at", "round", "live", "worker"}
 `ask_json`              an open card, the seed's shape: {"id", "question", "options", "waited_s", "kind"
-                        [, "tool", "input"]} ("kind": "question", "approval" or "budget")
+                        [, "tool", "input"][, "plan", "plan_chars"]} ("kind": "question", "approval", "budget"
+                        or "plan"; a plan card's "plan" is its text, cut at 20000 characters of "plan_chars")
 `result_json`           an intent's outcome: {"ok": true, "message", "id", …} 200, or a refusal {"ok": false,
                         "error", "id", "duplicate"} 409 (nothing changed)
 `click_json`            a button's outcome, which may ask for words first ("needs_input") or be a replay
@@ -40,6 +41,7 @@ from adapters.state import RunRecord
 from adapters.view import fmt
 from adapters.web.events import json_safe
 from flower_core import Event
+from flower_core.human.plan_review import KIND as PLAN_KIND
 from flower_core.payloads import ThreadPayload
 
 __all__ = ["ASK_TOOL", "activity_json", "ask_json", "attached_json", "click_json", "file_json", "message_json",
@@ -104,6 +106,10 @@ def ask_json(card: OpenCard) -> dict[str, Any]:
            "kind": card.kind or "question"}
     if card.kind == "approval":
         out.update(tool=card.facts.get("tool", ""), input=json_safe(card.facts.get("input") or {}))
+    elif card.kind == PLAN_KIND:
+        text, chars = card.facts.get("plan"), card.facts.get("plan_chars")
+        text = text if isinstance(text, str) else ""
+        out.update(plan=text, plan_chars=chars if isinstance(chars, int) and not isinstance(chars, bool) else len(text))
     return out
 
 

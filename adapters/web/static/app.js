@@ -29,6 +29,8 @@ const state = {
   skew: 0,                  // server clock minus this browser's, in seconds (from each thread frame)
   toastSeen: new Map(),     // text -> time shown (the same words twice in a row are shown once)
   routinesKey: "",          // the routines list as last drawn (JSON)
+  asks: new Map(),          // card id -> the selected run's ask as GET …/asks lists it (kind, plan text)
+  asking: new Set(),        // card ids whose kind is being looked up
 };
 
 // ---- small DOM helpers -----------------------------------------------------------------------
@@ -198,6 +200,7 @@ function select(runId) {
   state.activityDropped = false;
   state.status = null;
   state.plan = null;
+  state.asks.clear();
   $("thread").replaceChildren();
   $("status").replaceChildren();
   $("empty").hidden = true;
@@ -282,6 +285,11 @@ function renderMessage(m) {
     return li;
   }
   if (m.kind === "ask") li.dataset.state = m.buttons.length ? "open" : "settled";
+  if (m.kind === "ask" && m.buttons.length) {
+    const ask = state.asks.get(cardOf(m));
+    if (ask && ask.kind === "plan") return planCard(li, m, ask);
+    if (!ask) learnAsk(cardOf(m), 0);  // drawn as any card until the API says what kind it is
+  }
   if (m.title) li.append(el("div", "title", m.title));
   if (m.text) li.append(renderText(m.text));
   if (m.tasks && m.tasks.length) li.append(renderTasks(m.tasks, "tasks"));  // a turn's tool calls, as they go
@@ -366,6 +374,86 @@ async function press(actionId, text, row, form) {
     return;
   }
   said(result);
+}
+
+// ---- plan cards: a plan-first run's plan, decided with POST …/plan ---------------------------------
+// A thread message does not say what kind of card it is; GET …/asks does. A card is drawn like any card (its
+// buttons work through /api/action) until the page has learned it is a plan card, then drawn again as one.
+const PLAN_DECISIONS = [["go", "Approve and go", "primary"], ["go_ask", "Approve, ask before edits", ""],
+                        ["revise", "Keep planning…", ""]];
+const ASK_RETRIES = 3;  // a card's message can reach the page a moment before the API lists it
+
+function cardOf(m) {
+  return m.key.startsWith("ask:") ? m.key.slice(4) : "";
+}
+
+async function learnAsk(cardId, tries) {
+  const run = state.selected;
+  if (!cardId || !run || state.asking.has(cardId)) return;
+  state.asking.add(cardId);
+  const list = await api(`/api/runs/${run}/asks`);
+  state.asking.delete(cardId);
+  if (run !== state.selected || !Array.isArray(list)) return;
+  for (const a of list) state.asks.set(a.id, a);
+  const m = [...state.messages.values()].find((x) => x.key === "ask:" + cardId);
+  if (!m || !m.buttons.length) return;  // settled meanwhile: it is drawn as it now is
+  if (state.asks.has(cardId)) place(m, renderMessage(m));
+  else if (tries < ASK_RETRIES) setTimeout(() => learnAsk(cardId, tries + 1), 300 * (tries + 1));
+}
+
+function planCard(li, m, ask) {
+  const run = state.selected, cardId = ask.id;
+  li.classList.add("plan-card");
+  if (m.title) li.append(el("div", "title", m.title));
+  const plan = typeof ask.plan === "string" && ask.plan.trim() ? ask.plan : m.text;
+  li.append(el("div", "plan-text", plan));  // as text: the CSS keeps its line breaks, nothing is markup
+  if (typeof ask.plan_chars === "number" && ask.plan_chars > plan.length) {
+    li.append(el("div", "dim", `Shown: the first ${plan.length} of ${ask.plan_chars} characters.`));
+  }
+  const row = el("div", "buttons");
+  const form = el("form", "inline-form");
+  form.hidden = true;
+  PLAN_DECISIONS.forEach(([decision, label, cls], i) => {
+    const b = el("button", cls, (ask.options && ask.options[i]) || label);
+    b.type = "button";
+    b.dataset.decision = decision;
+    b.addEventListener("click", () => {
+      if (decision === "revise") openPlanForm(form, row, run, cardId);
+      else decide(run, cardId, decision, "", row, form);
+    });
+    row.append(b);
+  });
+  const box = el("div", "ask-actions");
+  box.append(row, form);
+  li.append(box);
+  return li;
+}
+
+function openPlanForm(form, row, run, cardId) {
+  form.replaceChildren();
+  const area = el("textarea");
+  area.rows = 3;
+  area.placeholder = "What should the agent plan differently? It reads your words, then presents a new plan.";
+  area.setAttribute("aria-label", "What to plan differently");
+  const go = el("button", "primary", "Keep planning");
+  go.type = "submit";
+  form.append(area, go);
+  form.hidden = false;
+  form.onsubmit = (e) => {
+    e.preventDefault();
+    decide(run, cardId, "revise", area.value.trim(), row, form);
+  };
+  area.focus();
+}
+
+async function decide(run, cardId, decision, text, row, form) {
+  const buttons = [...row.querySelectorAll("button"), ...form.querySelectorAll("button")];
+  buttons.forEach((b) => { b.disabled = true; });
+  const body = { ask_id: cardId, decision };
+  if (text) body.text = text;
+  const result = await api(`/api/runs/${run}/plan`, body);
+  buttons.forEach((b) => { b.disabled = false; });
+  said(result);  // decided: the server edits the card into its outcome, like any card
 }
 
 // ---- the status card --------------------------------------------------------------------------
@@ -601,6 +689,7 @@ async function onStart(e) {
   if (approve.length) body.approve = approve;  // tools to ask about before they run (tool approvals)
   if ($("model").value.trim()) body.model = $("model").value.trim();
   if ($("effort").value) body.effort = $("effort").value;
+  if ($("plan-first").checked) body.plan = true;  // the work waits for an approved plan
   $("start").disabled = true;
   const result = await api("/api/runs", body);
   $("start").disabled = false;
