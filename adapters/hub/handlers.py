@@ -117,10 +117,11 @@ class CardHandler:
 
     async def answer(self, answer: Answer, record: RunRecord, user: str, where: ThreadRef | None) -> IntentResult:
         """On a tool approval's card only its two allow options allow; any words (the Deny… form, a `q1: …`
-        reply) deny with them."""
+        reply) deny with them. A plan card likewise: only its two approve options approve, any words (the Keep
+        planning… form) decline it, which the run reads as feedback, so no words can approve a plan."""
         live = self.registry.live.get(answer.run_id)
         card = live.view.open_card(answer.card_id) if live is not None else None
-        deny = card is not None and card.kind == "approval" and answer.text not in card.options[:2]
+        deny = card is not None and card.kind in ("approval", "plan") and answer.text not in card.options[:2]
         return await self._settle(record, answer.card_id, answer.text, user, decline=deny, where=where)
 
     async def decline(self, decline: Decline, record: RunRecord, user: str, where: ThreadRef | None) -> IntentResult:

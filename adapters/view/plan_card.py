@@ -20,7 +20,7 @@ from adapters.platform import Button, OutMessage
 from adapters.platform.messages import FileRef
 from adapters.view.card import AskCard
 from adapters.view.shares import human_size
-from flower_core.human.plan_review import GO, GO_ASK, REVISE, decision_of
+from flower_core.human.plan_review import GO, GO_ASK, REVISE, decision_of, outcome
 
 PLAN_REVIEW = "plan"  # the ask kind (flower_core.human.plan_review.KIND)
 PREVIEW_CHARS = 2500  # of the plan on the card (Slack's section text stops at 3000)
@@ -64,7 +64,7 @@ def render_plan(run_id: str, card: AskCard, who: fmt.Who = fmt.plain_who) -> Out
         title = f"✅ Plan approved by {by} — edits and commands will ask first"
     elif card.state in ("answered", "declined"):
         title = f"📝 {by} asked for more planning"
-        words = decision_of(card.answer)[1] if card.state == "answered" else card.answer.strip()
+        words = outcome(card.state, card.answer)[1]
         if words:
             lines += ["", f"Feedback: {fmt.clip(words, 1500)}"]
     else:

@@ -65,9 +65,11 @@ STATE_FILE = "plan.json"
 TEXT_WAIT_S = 10.0
 TEXT_POLL_S = 0.02
 
-_GO_WORDS = {APPROVE_GO.casefold(), "go", "approve", "1"}
-_ASK_WORDS = {APPROVE_ASK.casefold(), "go_ask", "2"}
-_REVISE_WORDS = {KEEP_PLANNING.casefold(), "keep planning", "revise", "3", ""}
+# An option's number approves only as a whole answer (the terminal's "1"/"2"); words from a "Keep planning…"
+# form never approve: the hub declines the card with them (adapters/hub/handlers.py), and a decline is a revision.
+_GO_WORDS = {APPROVE_GO.casefold(), "1"}
+_ASK_WORDS = {APPROVE_ASK.casefold(), "2"}
+_REVISE_WORDS = {KEEP_PLANNING.casefold(), "keep planning", "keep planning...", "3", ""}
 
 
 def decision_of(answer: str) -> tuple[str, str]:
@@ -91,10 +93,16 @@ def option_of(decision: str) -> str:
 
 def outcome_of(ask: Ask) -> tuple[str, str]:
     """(decision, words) of a settled plan ask; ("", "") when nobody decided (cancelled, timed out)."""
-    if ask.state == "answered":
-        return decision_of(ask.answer)
-    if ask.state == "declined":
-        return REVISE, ask.answer.strip()
+    return outcome(ask.state, ask.answer)
+
+
+def outcome(state: str, answer: str) -> tuple[str, str]:
+    """(decision, words) of a plan ask settled as ``state`` with ``answer``; a decline is a revision with its
+    words (none when they are only "Keep planning…"); ("", "") when nobody decided."""
+    if state == "answered":
+        return decision_of(answer)
+    if state == "declined":
+        return REVISE, "" if " ".join(answer.split()).casefold() in _REVISE_WORDS else answer.strip()
     return "", ""
 
 

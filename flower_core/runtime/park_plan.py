@@ -33,8 +33,8 @@ from flower_core.human.plan_review import (
     REVISE,
     TOOL,
     Verdict,
-    decision_of,
     option_of,
+    outcome,
     plan_of,
     read_plan,
 )
@@ -60,12 +60,10 @@ def mark(record: ParkRecord, ask: Any) -> None:
 def keep_decisions(channel: Any, ask_id: str, records: ParkRecords, record: ParkRecord) -> None:
     """Write a person's decision into plan.json and the record before the channel tells them it is decided."""
     def keep(state: str, answer: str) -> None:
-        if state == "answered":
-            record.decision, record.words = decision_of(answer)
-        elif state == "declined":
-            record.decision, record.words = REVISE, answer.strip()
-        else:
+        decision, words = outcome(state, answer)
+        if not decision:
             return  # a withdrawal or a stop: nothing a restart should apply
+        record.decision, record.words = decision, words
         plan = plan_of(channel)
         if plan is not None:
             plan.decide(record.decision, channel)
@@ -86,7 +84,7 @@ def restore(channel: Any, records: ParkRecords, record: ParkRecord) -> Any:
     if decision in (GO, GO_ASK):
         channel.answer(ask.id, option_of(decision))
     elif decision == REVISE:
-        channel.answer(ask.id, record.words or KEEP_PLANNING)
+        channel.decline(ask.id, record.words or KEEP_PLANNING)
     else:
         keep_decisions(channel, ask.id, records, record)
     return ask

@@ -23,6 +23,7 @@ from flower_core.human.plan_review import (
 
 @pytest.mark.parametrize(("answer", "expected"), [
     (APPROVE_GO, (GO, "")), ("  approve  AND go ", (GO, "")), ("1", (GO, "")),
+    ("go", (REVISE, "go")), ("approve", (REVISE, "approve")),  # only an option (or its number) approves
     (APPROVE_ASK, (GO_ASK, "")), ("2", (GO_ASK, "")),
     (KEEP_PLANNING, (REVISE, "")), ("", (REVISE, "")), ("3", (REVISE, "")),
     ("Add tests first.", (REVISE, "Add tests first.")),
@@ -100,3 +101,12 @@ async def test_the_plan_is_the_calls_own_else_the_last_plan_file_written(tmp_pat
     assert len(seen) == 3  # the step's own sink sees everything
     assert await plan.text_of("e1") == "from the file"
     assert await plan.text_of("e2") == "from the call"
+
+
+def test_a_decline_is_a_revision_and_only_real_words_are_feedback() -> None:
+    from flower_core.human.plan_review import outcome
+
+    assert outcome("declined", "Keep planning…") == (REVISE, "")
+    assert outcome("declined", " go ") == (REVISE, "go")
+    assert outcome("answered", "2") == (GO_ASK, "")
+    assert outcome("cancelled", "") == ("", "") and outcome("timeout", "x") == ("", "")

@@ -245,3 +245,25 @@ async def test_while_planning_the_agent_may_delegate_and_its_subagent_is_held_to
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
     finally:
         await hub.close()
+
+
+async def test_words_in_the_keep_planning_form_never_approve_the_plan(double_factory: Any, cli_home: Path,
+                                                                      tmp_path: Path) -> None:
+    """"go" or "1" typed as feedback is feedback: the plan card is declined with it, the agent plans again."""
+    ws = ws_of(tmp_path)
+    surface, store = MemorySurface(), MemoryStateStore()
+    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws}/notes.txt", plans=(PLAN, PLAN2))}))
+    watch = Watch(surface)
+    hub = hub_for(tmp_path, md, cli_home, surface, store)
+    try:
+        await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
+        card = await watch.card("ask:1-q1")
+        assert (await drive(hub).handle_action(button(card, "Keep planning…"), "alice", delivery_id="d1",
+                                               text="1")).ok
+        await watch.card("ask:1-q2")  # a new plan: the first was not approved
+        assert not (ws / "notes.txt").exists()
+        assert "Their words: 1" in results(md)[-1]
+        settled = await watch.card("ask:1-q1", open_=False)
+        assert settled.title == "📝 alice asked for more planning" and "Feedback: 1" in settled.text
+    finally:
+        await hub.close()

@@ -195,7 +195,7 @@ def test_a_decision_is_read_into_the_answer_the_plan_card_takes() -> None:
     assert read({"ask_id": "q1", "decision": "revise", "text": f"  {WORDS}\n"}) == ("q1", WORDS)
     for body in ({"ask_id": "q1", "decision": "Go"}, {"ask_id": "q1", "decision": "go", "text": "now"},
                  {"ask_id": "q1", "decision": "revise", "text": "2"}, {"ask_id": "q1", "decision": "revise",
-                                                                      "text": "approve"}, {"decision": "go"}):
+                                                                      "text": "Approve and go"}, {"decision": "go"}):
         with pytest.raises(ApiError) as refused:
             read(body)
         assert refused.value.status == 400, body
