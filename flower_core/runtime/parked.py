@@ -124,6 +124,18 @@ def _is_cli_rejection(entry: Mapping[str, Any], call_id: str) -> bool:
     return bool(texts) and all(isinstance(t, str) and t.startswith(INTERRUPTED_LINE) for t in texts)
 
 
+def closed_by_cli(entries: list[dict[str, Any]], call_id: str) -> str | None:
+    """The uuid of the entry holding ``call_id`` when all that follows it is the CLI's own closing of it on an
+    interrupt: what a process killed in the middle of parking it leaves (the CLI wrote its rejection, the
+    park had not cut it yet). Cutting after that entry makes the call open again."""
+    entry = call_entry(entries, call_id)
+    if entry is None or not isinstance(entry.get("uuid"), str):
+        return None
+    main = [e for e in entries if not e.get("isSidechain") and e.get("type") in _MESSAGES]
+    after = main[main.index(entry) + 1:] if entry in main else []
+    return str(entry["uuid"]) if after and all(_is_cli_rejection(e, call_id) for e in after) else None
+
+
 def interrupted_call(entries: list[dict[str, Any]], tool: str) -> str | None:
     """The uuid of the entry holding the last call to ``tool`` when all that follows it is the CLI's
     own closing of it on an interrupt: what a process stopped (SIGTERM, a park cut short) while its

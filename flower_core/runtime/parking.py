@@ -41,6 +41,7 @@ from flower_core.runtime.parked import (
     ParkRecord,
     ParkRecords,
     call_entry,
+    closed_by_cli,
     continue_env,
     interrupted_call,
     last_open_call,
@@ -345,7 +346,7 @@ class Parking:
             record = await self._adopt(resume, state, channel)
         if record is None:
             return None
-        if await self._open_call(resume, record.call_id) is None:
+        if await self._open_call(resume, record.call_id) is None and not await self._reopen(resume, record.call_id):
             self.records.delete(resume)  # the session went on without it: nothing left to answer
             return None
         if record.kind == park_plan.KIND:  # a plan review (decided already, maybe: then it is applied)
@@ -362,6 +363,18 @@ class Parking:
             state.poked.set()
         self._emit(state, _event(PARKED, record, ask.id, restored=True))
         return record, ask
+
+    async def _reopen(self, sid: str, call_id: str) -> bool:
+        """A process killed while it parked this call: the CLI's rejection of it is stored, the cut is not.
+        Cut it now (as the park would have), so the call is open again; False when the session went on."""
+        try:
+            cut = closed_by_cli(await stored_entries(self.store, self._key(sid)), call_id)
+            if cut is None:
+                return False
+            self.store.truncate_after(sid, cut, project_key=self.project_key())
+        except Exception:
+            return False
+        return await self._open_call(sid, call_id) is not None
 
     async def _adopt(self, sid: str, state: StepState, channel: Any) -> ParkRecord | None:
         """A record for a session that ends on the channel's ask call and nothing else (None otherwise)."""
