@@ -23,7 +23,6 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.hub import Follow, Hub, IntentResult, Resume, RunOptions, Start, Steer, Unfollow
-from adapters.ids import IdError, decode
 from adapters.lru import LRU
 from adapters.platform import SLACK, OutMessage, SurfaceError, ThreadRef
 from adapters.slack.errors import is_code
@@ -105,13 +104,9 @@ class SlackContext:
             return ""
         return f"Started by {self.hub.query.display(record.owner)} · run {record.run_id}"
 
-    def card_kind(self, action_id: str) -> str:
-        """The kind of the open card a button is on ("" a question, "approval", "plan"…; "" when not open)."""
-        try:
-            action = decode(action_id)
-        except IdError:
-            return ""
-        return next((c.kind for c in self.hub.query.open_cards(action.run_id) if c.card_id == action.card_id), "")
+    def card_kind(self, run_id: str, card_id: str) -> str:
+        """The kind of an open card ("" a question, "approval", "plan"…; "" when it is not open)."""
+        return next((c.kind for c in self.hub.query.open_cards(run_id) if c.card_id == card_id), "")
 
     def describe(self, thread: ThreadRef) -> tuple[str, str] | None:
         record = self.run_in(thread)

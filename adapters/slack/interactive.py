@@ -175,8 +175,9 @@ def _form_view(ctx: SlackContext, a: Action, result: IntentResult, thread_ts: st
         record = ctx.hub.query.run(result.run_id)
         return stop_view(result.run_id, channel=a.channel, thread=thread_ts, message=a.value,
                          task=record.task if record is not None else "")
-    verb = decode(a.action_id).verb  # the door routed it, so it decodes
-    if verb == "txt" and ctx.card_kind(a.action_id) == PLAN_REVIEW:  # "Keep planning…": words for a new plan
+    action = decode(a.action_id)  # the door routed it, so it decodes
+    verb = action.verb
+    if verb == "txt" and ctx.card_kind(action.run_id, action.card_id) == PLAN_REVIEW:  # Keep planning…: a new plan
         return input_view(a.action_id, verb, PLAN_PROMPT, channel=a.channel, thread=thread_ts,
                           context=a.message_text, title=PLAN_TITLE)
     return input_view(a.action_id, verb, form.prompt, channel=a.channel, thread=thread_ts,
