@@ -26,11 +26,12 @@ import discord
 from adapters.discord_bridge.context import DiscordContext
 from adapters.discord_bridge.files import fetch_all
 from adapters.discord_bridge.inbound import is_person_message, message_problem, reply_to_of, stop_form_intent
-from adapters.discord_bridge.modals import StopModal, WordsModal
+from adapters.discord_bridge.modals import PLAN_PROMPT, PLAN_WORDS, StopModal, WordsModal
 from adapters.discord_bridge.render import SUBAGENT_WARNING
 from adapters.discord_bridge.reply import Reply
 from adapters.hub import Attach, Click, IntentResult, Said, opens_form
 from adapters.ids import IdError, decode
+from adapters.view.plan_card import PLAN_REVIEW
 
 __all__ = ["Actions"]
 
@@ -74,9 +75,11 @@ class Actions:
             return StopModal(run_id=run_id, fresh=self.fresh,
                              on_submit=lambda ix, text, end: self.on_stop_form(ix, run_id, text, end))
         action = decode(action_id)  # the door routed it, so it decodes
+        plan = action.verb == "txt" and self.ctx.card_kind(run_id, action.card_id) == PLAN_REVIEW  # Keep planning…
         return WordsModal(verb=action.verb, run_id=run_id, key=action.card_id.split("-", 1)[-1],
-                          prompt=result.form.prompt, fresh=self.fresh,
-                          on_submit=lambda ix, text: self.on_words_form(ix, action_id, text))
+                          prompt=PLAN_PROMPT if plan else result.form.prompt, fresh=self.fresh,
+                          on_submit=lambda ix, text: self.on_words_form(ix, action_id, text),
+                          words=PLAN_WORDS if plan else None)
 
     # ---- forms -----------------------------------------------------------------------------------
     async def on_words_form(self, interaction: discord.Interaction[Any], action_id: str, text: str) -> None:

@@ -1,4 +1,4 @@
-"""`/flower` — run, stop, end, status, runs, follow, unfollow, resume, wake, model, effort, help, and the
+"""`/flower` — run, plan, stop, end, status, runs, follow, unfollow, resume, wake, model, effort, help, and the
 `routine` group (routines.py) — as a discord.py `app_commands.Group`.
 
 Every command acknowledges at once (an ephemeral "thinking…" placeholder, well inside Discord's
@@ -50,12 +50,22 @@ log = logging.getLogger(__name__)
 TEXT_MAX, THREAD_TITLE_MAX = DISCORD.command_text_max, DISCORD.thread_title_max
 ENDED_SHOWN = 10  # `/flower runs all:True`: the caller's newest ended runs
 EFFORT_CHOICES = [app_commands.Choice(name=e, value=e) for e in EFFORTS]
+# What `/flower run` and `/flower plan` say about their options (Discord shows it under each one).
+RUN_OPTIONS = {"task": "What the agent should do", "timeout": "Seconds a question waits for an answer (0 = never wait)",
+               "asks": "How many questions it may ask (0 = none)", "budget": "Cost cap in US dollars",
+               "approve": "Tools to ask about first: bash, edits, write, web, all, or rules like Bash(git push:*)",
+               "model": "The model, e.g. claude-opus-4-6 (default: the bot's)",
+               "effort": "How hard the model thinks (default: the bot's)"}
+PLAN_OPTION = "Plan first: the agent changes nothing until you approve its plan"
 
 HELP = "\n".join([
     "**flower** runs a long agent task and follows it in a thread.",
     "• `/flower run task:<what to do>` — starts a run; its status card is posted here and a thread opens under it. "
     "Options: `timeout` (seconds a question waits; 0 = never wait), `asks` (question quota), `budget` (USD cap), "
-    "`model`, `effort`.",
+    "`model`, `effort`, `plan`.",
+    "• `/flower plan task:<what to do>` (or `/flower run … plan:True`) starts a run that plans first: the agent looks "
+    "around, changes nothing and presents its plan on a card — **Approve and go**, **Approve, ask before edits** (its "
+    "edits and commands then ask first) or **Keep planning…** with your words (it presents a new plan).",
     "• `/flower model name:<model>` and `/flower effort level:<level>` in a run's thread change its model or effort "
     "from its next turn (elsewhere: add `run:<id>`, or it is your one live run in this channel).",
     *(f"• {line}" for line in THREAD_HELP),
@@ -81,12 +91,7 @@ class FlowerCommands(app_commands.Group):
         RoutineCommands(ctx, parent=self)  # `/flower routine …` (routines.py)
 
     @app_commands.command(name="run", description="Start a run; it speaks in a new thread under its status card")
-    @app_commands.describe(task="What the agent should do", timeout="Seconds a question waits for an answer "
-                           "(0 = never wait)", asks="How many questions it may ask (0 = none)",
-                           budget="Cost cap in US dollars",
-                           approve="Tools to ask about first: bash, edits, write, web, all, or rules like "
-                           "Bash(git push:*)", model="The model, e.g. claude-opus-4-6 (default: the bot's)",
-                           effort="How hard the model thinks (default: the bot's)")
+    @app_commands.describe(**RUN_OPTIONS, plan=PLAN_OPTION)
     @app_commands.choices(effort=EFFORT_CHOICES)
     async def run(self, interaction: discord.Interaction[Any], task: app_commands.Range[str, 1, TEXT_MAX],
                   timeout: app_commands.Range[float, 0, 604800] | None = None,
@@ -94,13 +99,28 @@ class FlowerCommands(app_commands.Group):
                   budget: app_commands.Range[float, 0, 10000] | None = None,
                   approve: app_commands.Range[str, 1, 500] | None = None,
                   model: app_commands.Range[str, 1, 100] | None = None,
-                  effort: app_commands.Choice[str] | None = None) -> None:
+                  effort: app_commands.Choice[str] | None = None, plan: bool | None = None) -> None:
+        await self._begin(interaction, task, _options(timeout, asks, budget, approve, model, effort, plan=bool(plan)))
+
+    # `/flower plan task:…` is `/flower run task:… plan:True` (the word people look for), with run's other options.
+    @app_commands.command(name="plan", description="Start a run that plans first: nothing changes before you "
+                          "approve its plan")
+    @app_commands.describe(**RUN_OPTIONS)
+    @app_commands.choices(effort=EFFORT_CHOICES)
+    async def plan(self, interaction: discord.Interaction[Any], task: app_commands.Range[str, 1, TEXT_MAX],
+                   timeout: app_commands.Range[float, 0, 604800] | None = None,
+                   asks: app_commands.Range[int, 0, 1000] | None = None,
+                   budget: app_commands.Range[float, 0, 10000] | None = None,
+                   approve: app_commands.Range[str, 1, 500] | None = None,
+                   model: app_commands.Range[str, 1, 100] | None = None,
+                   effort: app_commands.Choice[str] | None = None) -> None:
+        await self._begin(interaction, task, _options(timeout, asks, budget, approve, model, effort, plan=True))
+
+    async def _begin(self, interaction: discord.Interaction[Any], task: str, options: RunOptions) -> None:
         reply = Reply(interaction)
         reply.ack(thinking=True)
         async with reply.active():
-            tools = RunOptions.approve_from(approve) if approve else None
-            await self._start(reply, interaction, task, RunOptions(timeout, asks, budget, tools, model=model or None,
-                                                                   effort=effort.value if effort else None))
+            await self._start(reply, interaction, task, options)
 
     async def _start(self, reply: Reply, interaction: discord.Interaction[Any], task: str,
                      options: RunOptions) -> None:
@@ -329,6 +349,14 @@ class FlowerCommands(app_commands.Group):
         reply.ack(thinking=True)
         async with reply.active():
             await reply.say(HELP)
+
+
+def _options(timeout: float | None, asks: int | None, budget: float | None, approve: str | None, model: str | None,
+             effort: app_commands.Choice[str] | None, *, plan: bool) -> RunOptions:
+    """A start's options as `/flower run` and `/flower plan` take them (None: the bot's default)."""
+    tools = RunOptions.approve_from(approve) if approve else None
+    return RunOptions(timeout, asks, budget, tools, model=model or None, effort=effort.value if effort else None,
+                      plan=True if plan else None)
 
 
 def _following(run_id: str, task: str, *, title: str = "👀 Following run") -> discord.Embed:

@@ -74,6 +74,10 @@ class DiscordContext:
         thread = self.thread_of(channel)
         return thread, (self.hub.query.run_in(thread) if thread is not None else None)
 
+    def card_kind(self, run_id: str, card_id: str) -> str:
+        """The kind of an open card ("" a question, "approval", "plan"…; "" when it is not open)."""
+        return next((c.kind for c in self.hub.query.open_cards(run_id) if c.card_id == card_id), "")
+
     # ---- delivery --------------------------------------------------------------------------------
     def fresh(self, interaction: discord.Interaction[Any]) -> bool:
         """False for a second delivery of the same interaction (and before the hub exists), and for

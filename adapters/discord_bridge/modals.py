@@ -15,7 +15,7 @@ from discord import ui
 
 from adapters.platform.limits import DISCORD
 
-__all__ = ["StopModal", "WordsModal"]
+__all__ = ["PLAN_PROMPT", "PLAN_WORDS", "StopModal", "WordsModal"]
 
 Submit = Callable[[discord.Interaction[Any], str], Awaitable[None]]
 StopSubmit = Callable[[discord.Interaction[Any], str, bool], Awaitable[None]]
@@ -26,11 +26,15 @@ TITLE_MAX, INPUT_MAX, DESCRIPTION_MAX = DISCORD.modal_title_max, DISCORD.text_in
 # verb -> (modal title, field label); the hub's prompt becomes the field's description.
 WORDS = {"txt": ("Answer {key}", "Your answer"), "int": ("Interrupt run {run}", "Message for the agent"),
          "orc": ("Ask the oracle about run {run}", "Your question")}
+# A plan card's "Keep planning…" is a `txt` button too; its form says what the words are for.
+PLAN_WORDS = ("Keep planning", "What should change in the plan?")
+PLAN_PROMPT = "The agent reads your words and presents a new plan."
 
 
 class WordsModal(ui.Modal):
-    def __init__(self, *, verb: str, run_id: str, key: str, prompt: str, on_submit: Submit, fresh: Fresh) -> None:
-        title, label = WORDS.get(verb, ("Your words", "Text"))
+    def __init__(self, *, verb: str, run_id: str, key: str, prompt: str, on_submit: Submit, fresh: Fresh,
+                 words: tuple[str, str] | None = None) -> None:
+        title, label = words or WORDS.get(verb, ("Your words", "Text"))
         super().__init__(title=title.format(key=key, run=run_id)[:TITLE_MAX], timeout=900)
         self.text: ui.TextInput[WordsModal] = ui.TextInput(style=discord.TextStyle.paragraph, max_length=INPUT_MAX,
                                                             required=verb != "int")

@@ -39,6 +39,10 @@ HELP = (
     "• `/flower <task>` (or `@flower <task>`) starts a run: its status card opens a thread, and everything the run "
     "says goes there. Options may come first: `/flower budget=5 timeout=600 asks=3 approve=bash,edits model=<name> "
     "effort=high <task>`.\n"
+    "• `/flower plan <task>` starts a run that plans first: the agent looks around, changes nothing and presents "
+    "its plan on a card — *Approve and go*, *Approve, ask before edits* (its edits and commands then ask first) or "
+    "*Keep planning…* with your words (it presents a new plan). `plan` may stand among the options: "
+    "`/flower plan model=<name> <task>`; a task that begins with the word plan: `/flower start plan …`.\n"
     "• `/flower model <name> [run id]` and `/flower effort <low|medium|high|xhigh|max> [run id]` change your run's "
     "model or effort from its next turn (without a run id: your one live run in this channel).\n"
     + "".join(f"• {line}\n" for line in THREAD_HELP)
@@ -105,7 +109,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ack()
             await ctx.note(user, name)
             zone = await ctx.zone(user)
-            options = ctx.run_options(cmd.options, cmd.approve, model=cmd.model, effort=cmd.effort)
+            options = ctx.run_options(cmd.options, cmd.approve, model=cmd.model, effort=cmd.effort, plan=cmd.plan)
             result = await ctx.hub.submit(AddRoutine(cmd.text, cmd.words, zone_hint=zone, options=options), user,
                                           where=ctx.thread(channel))
             if not ctx.surface.told_recently(user, result.message):
@@ -120,7 +124,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ack()
             await ctx.note(user, name)
             result = await ctx.start_run(cmd.text, channel, user, options=cmd.options, approve=cmd.approve,
-                                         model=cmd.model, effort=cmd.effort)
+                                         model=cmd.model, effort=cmd.effort, plan=cmd.plan)
             if not result.ok and not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
 

@@ -46,6 +46,7 @@ def usage(unknown: str = "") -> str:
     head = f"I don't know `{unknown}`. " if unknown else ""
     return (f"{head}Usage: `/flower <task>` starts a run in this channel · `/flower status` · `/flower runs` · "
             "`/flower follow <run id>` · `/flower unfollow <run id>` · `/flower resume <run id> [words]` · "
+            "`/flower plan <task>` plans first · "
             "`/flower model <name> [run id]` · `/flower effort <level> [run id]` · "
             "`/flower every weekday at 9:00 <task>` · `/flower routines` · `/flower help` · "
             "`/stop [message]` interrupts your run here.")
@@ -102,6 +103,10 @@ class SlackContext:
         if record is None:
             return ""
         return f"Started by {self.hub.query.display(record.owner)} · run {record.run_id}"
+
+    def card_kind(self, run_id: str, card_id: str) -> str:
+        """The kind of an open card ("" a question, "approval", "plan"…; "" when it is not open)."""
+        return next((c.kind for c in self.hub.query.open_cards(run_id) if c.card_id == card_id), "")
 
     def describe(self, thread: ThreadRef) -> tuple[str, str] | None:
         record = self.run_in(thread)
@@ -176,10 +181,11 @@ class SlackContext:
             await self.tell(channel, user, text, thread_ts)
 
     def run_options(self, options: dict[str, float] | None, approve: str = "", *, model: str = "",
-                    effort: str = "") -> RunOptions | None:
+                    effort: str = "", plan: bool = False) -> RunOptions | None:
         """What the person asked for on the command line (budget_usd, timeout_s, max_asks; `approve`: the tools
-        to ask about, "bash,edits"; `model`, `effort`) over the context's own defaults (None: the bot's)."""
-        if not options and not approve and not model and not effort:
+        to ask about, "bash,edits"; `model`, `effort`; `plan`: plan first) over the context's own defaults
+        (None: the bot's)."""
+        if not options and not approve and not model and not effort and not plan:
             return self.options
         base = self.options or RunOptions()
         options = options or {}
@@ -188,16 +194,18 @@ class SlackContext:
                        timeout_s=options.get("timeout_s", base.timeout_s),
                        max_asks=int(asks) if asks is not None else base.max_asks,
                        approve=RunOptions.approve_from(approve) if approve else base.approve,
-                       model=model or base.model, effort=effort.lower() or base.effort)
+                       model=model or base.model, effort=effort.lower() or base.effort,
+                       plan=True if plan else base.plan)
 
     # ---- starting a run -----------------------------------------------------------------------------------
     async def start_run(self, task: str, channel: str, user: str, *, thread_ts: str = "",
                         options: dict[str, float] | None = None, approve: str = "", model: str = "",
-                        effort: str = "") -> IntentResult:
+                        effort: str = "", plan: bool = False) -> IntentResult:
         """`options`: what the person asked for on the command line (budget_usd, timeout_s, max_asks),
-        over the context's own defaults; `approve`: the tools to ask about ("bash,edits"); `model`, `effort`."""
+        over the context's own defaults; `approve`: the tools to ask about ("bash,edits"); `model`, `effort`;
+        `plan`: plan first."""
         hub = self.hub
-        run_options = self.run_options(options, approve, model=model, effort=effort)
+        run_options = self.run_options(options, approve, model=model, effort=effort, plan=plan)
         task = task.strip()
         if not task:
             return IntentResult(False, usage())

@@ -17,13 +17,16 @@ Slash command grammar (`/flower`):
                        `in 30 minutes <t>`, `every 2 hours <t>`, `cron 0 9 * * 1-5 <t>` (hub.split_schedule);
                        per-run options may come first, as for a start
 ``/flower routines``   this channel's routines, with Pause/Resume, Run now and Delete buttons
+``/flower plan <t>``   start a run that plans first: nothing changes before a person approves its plan
 =====================  ==============================================================
 
 `follow`/`unfollow` take exactly one word, the run id; with more words it is a task ("follow the
 style guide") and starts a run. A task may begin with per-run options, as Discord's command takes
 them: ``/flower budget=5 timeout=600 asks=3 approve=bash,edits write a CLI`` (cost cap in dollars,
 question window in seconds, question quota, tools to ask about before they run); a malformed value is a
-usage error, not part of the task.
+usage error, not part of the task. The bare word ``plan`` is one of those options (plan first), so
+``/flower plan <t>``, ``/flower plan model=opus <t>`` and ``/flower budget=5 plan <t>`` all plan first; a task
+that itself begins with the word "plan" is typed after ``start``: ``/flower start plan the release``.
 """
 
 from __future__ import annotations
@@ -80,21 +83,26 @@ class FlowerCommand:
     approve: str = ""  # start: `approve=bash,edits` as typed (RunOptions.approve_from reads it)
     model: str = ""  # start: `model=<name>`
     effort: str = ""  # start: `effort=<level>`
+    plan: bool = False  # start, routine: the bare word `plan` among the options (plan first)
 
 
 OPTION_NAMES = {"budget": "budget_usd", "timeout": "timeout_s", "asks": "max_asks"}
 WORD_OPTIONS = ("approve", "model", "effort")  # options whose value is a word, not a number
+FLAG_OPTIONS = ("plan",)  # options that are a bare word, on when said (kept as "yes")
 
 
 def _leading_options(words: str) -> tuple[dict[str, float], dict[str, str], str] | None:
-    """`budget=5 approve=bash model=opus rest…` -> ({budget_usd: 5}, {approve: "bash", model: "opus"}, "rest…");
-    None when malformed."""
+    """`budget=5 approve=bash plan model=opus rest…` -> ({budget_usd: 5}, {approve: "bash", plan: "yes",
+    model: "opus"}, "rest…"); None when malformed."""
     options: dict[str, float] = {}
     said: dict[str, str] = {}
     rest = words
     while True:
         head, _, tail = rest.partition(" ")
         name, eq, value = head.partition("=")
+        if not eq and head.lower() in FLAG_OPTIONS and tail.strip():  # (alone it is a one-word task, or a typo)
+            said[head.lower()], rest = "yes", tail.strip()
+            continue
         if eq and name.lower() in WORD_OPTIONS and value.strip(","):
             said[name.lower()], rest = value, tail.strip()
             continue
@@ -133,6 +141,8 @@ def parse_flower(text: str) -> FlowerCommand:
         return FlowerCommand("resume", run_id, words=said.strip()) if run_id else FlowerCommand("usage", "")
     if sub in RUN_SUBCOMMANDS and " " not in rest.strip():
         return FlowerCommand(sub, rest.strip()) if rest.strip() else FlowerCommand("usage", "")
+    if sub == "plan" and not rest.strip():  # plan what? (the usage line shows `/flower plan <task>`)
+        return FlowerCommand("usage", "")
     if sub in ("model", "effort"):  # `model <name> [run id]`, `effort <level> [run id]`
         value, _, run_id = rest.strip().partition(" ")
         if not value or " " in run_id.strip():
@@ -143,14 +153,15 @@ def parse_flower(text: str) -> FlowerCommand:
         return FlowerCommand("usage", head)
     options, named, task = parsed
     approve, model, effort = named.get("approve", ""), named.get("model", ""), named.get("effort", "")
+    plan = "plan" in named
     if (options or named) and (scheduled := split_schedule(task)) is not None:  # `budget=5 every day at 9:00 …`
         schedule, task = scheduled
         return FlowerCommand("routine", task, options, words=schedule.removeprefix("cron ").strip(), approve=approve,
-                             model=model, effort=effort)
+                             model=model, effort=effort, plan=plan)
     if options or named:
         if not task:
             return FlowerCommand("usage", "")
-        return FlowerCommand("start", task, options, approve=approve, model=model, effort=effort)
+        return FlowerCommand("start", task, options, approve=approve, model=model, effort=effort, plan=plan)
     if " " not in words.strip():
         return FlowerCommand("usage", head)  # `/flower stauts`: a typo, not a one-word task
     return FlowerCommand("start", words)

@@ -34,7 +34,16 @@ from adapters.platform import SurfaceError
 from adapters.slack.context import SlackContext
 from adapters.slack.errors import slack_call
 from adapters.slack.inbound import Action, PayloadError, message_thread, read_action, text_field
-from adapters.slack.modals import INPUT_CALLBACK, STOP_CALLBACK, input_view, read_submission, stop_view
+from adapters.slack.modals import (
+    INPUT_CALLBACK,
+    PLAN_PROMPT,
+    PLAN_TITLE,
+    STOP_CALLBACK,
+    input_view,
+    read_submission,
+    stop_view,
+)
+from adapters.view.plan_card import PLAN_REVIEW
 
 __all__ = ["SHORTCUT_CALLBACK", "UNFOLLOW_CALLBACK", "register"]
 
@@ -166,7 +175,11 @@ def _form_view(ctx: SlackContext, a: Action, result: IntentResult, thread_ts: st
         record = ctx.hub.query.run(result.run_id)
         return stop_view(result.run_id, channel=a.channel, thread=thread_ts, message=a.value,
                          task=record.task if record is not None else "")
-    verb = decode(a.action_id).verb  # the door routed it, so it decodes
+    action = decode(a.action_id)  # the door routed it, so it decodes
+    verb = action.verb
+    if verb == "txt" and ctx.card_kind(action.run_id, action.card_id) == PLAN_REVIEW:  # Keep planning…: a new plan
+        return input_view(a.action_id, verb, PLAN_PROMPT, channel=a.channel, thread=thread_ts,
+                          context=a.message_text, title=PLAN_TITLE)
     return input_view(a.action_id, verb, form.prompt, channel=a.channel, thread=thread_ts,
                       context=a.message_text if verb == "txt" else "")
 

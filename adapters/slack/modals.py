@@ -36,6 +36,9 @@ STOP_CALLBACK = "flower_stop"
 TEXT_BLOCK, END_BLOCK = "text", "end"  # block ids, also the action ids of their inputs
 INPUT_MAX, LABEL_MAX, TITLE_MAX = SLACK.input_max, SLACK.input_label_max, SLACK.modal_title_max
 TITLES = {"txt": "Answer in words", "int": "Interrupt the agent", "orc": "Ask the oracle"}
+# A plan card's "Keep planning…" is a `txt` button too; its form says what the words are for.
+PLAN_TITLE = "Keep planning"
+PLAN_PROMPT = "What should change in the plan? The agent reads your words and presents a new plan."
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,8 @@ def _context(text: str) -> ContextBlock:
     return ContextBlock(elements=[MarkdownTextObject(text=esc[:CONTEXT_MAX])])
 
 
-def input_view(action_id: str, verb: str, prompt: str, *, channel: str, thread: str, context: str = "") -> View:
+def input_view(action_id: str, verb: str, prompt: str, *, channel: str, thread: str, context: str = "",
+               title: str = "") -> View:
     blocks: list[Any] = []
     if context.strip():
         blocks.append(_context(context.strip()))
@@ -63,7 +67,8 @@ def input_view(action_id: str, verb: str, prompt: str, *, channel: str, thread: 
     blocks.append(InputBlock(block_id=TEXT_BLOCK, label=plain(prompt, LABEL_MAX), optional=verb == "int",
                              element=PlainTextInputElement(action_id=TEXT_BLOCK, multiline=True,
                                                            max_length=INPUT_MAX)))
-    return View(type="modal", callback_id=INPUT_CALLBACK, title=TITLES.get(verb, "flower")[:TITLE_MAX], submit="Send",
+    title = title or TITLES.get(verb, "flower")
+    return View(type="modal", callback_id=INPUT_CALLBACK, title=title[:TITLE_MAX], submit="Send",
                 close="Cancel", blocks=blocks, private_metadata=_meta(a=action_id, c=channel, t=thread))
 
 

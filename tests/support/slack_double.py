@@ -4,7 +4,8 @@ The real slack-sdk/slack-bolt code connects to it through `SLACK_API_URL` (= `do
 `apps.connections.open` answers with a ws:// URL on this same server, the socket sends `hello`,
 then whatever envelopes a test sends, and records the bot's acks. Every Web API call is recorded
 (`calls`) and applied to a small model of the workspace (`messages`, reactions, ephemerals, views,
-agent session statuses), so a test reads the channel as a person would.
+agent session statuses), so a test reads the channel as a person would. Blocks and modals outside
+Slack's documented Block Kit limits are refused as Slack refuses them (slack_blocks.py: invalid_blocks).
 
 Helpers build the payloads Slack sends — slash commands, clicks on the buttons of posted messages,
 modal submissions, message shortcuts, Events API events (a person's message is stored first, so
@@ -25,6 +26,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.support.slack_blocks import message_problem, view_problem
 from tests.support.waiting import until
 
 BOT_USER, BOT_ID, TEAM, APP = "UBOT", "BBOT", "T0001", "A0001"
@@ -260,9 +262,11 @@ class SlackDouble:
         channel = str(args.get("channel", ""))
         if channel in self.not_in:
             return {"ok": False, "error": "not_in_channel"}
+        blocks = self._json_arg(args, "blocks") or []
+        if problem := message_problem(blocks):
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
         ts = self._next_ts()
-        msg = Msg(channel, ts, str(args.get("text", "")), self._json_arg(args, "blocks") or [],
-                  str(args.get("thread_ts") or ""))
+        msg = Msg(channel, ts, str(args.get("text", "")), blocks, str(args.get("thread_ts") or ""))
         self.messages[(channel, ts)] = msg
         if self.echo_bot_messages:
             asyncio.get_running_loop().create_task(self.event({**msg.as_payload(), "channel": channel}))
@@ -272,7 +276,10 @@ class SlackDouble:
         msg = self.messages.get((str(args.get("channel")), str(args.get("ts"))))
         if msg is None or msg.deleted:
             return {"ok": False, "error": "message_not_found"}
-        msg.text, msg.blocks = str(args.get("text", "")), self._json_arg(args, "blocks") or []
+        blocks = self._json_arg(args, "blocks") or []
+        if problem := message_problem(blocks):
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
+        msg.text, msg.blocks = str(args.get("text", "")), blocks
         msg.versions += 1
         return {"ok": True, "channel": msg.channel, "ts": msg.ts}
 
@@ -411,6 +418,8 @@ class SlackDouble:
             return {"ok": False, "error": "invalid_trigger_id"}
         self._triggers.discard(str(args.get("trigger_id")))
         view = dict(self._json_arg(args, "view") or {})
+        if problem := view_problem(view):
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
         view_id = f"V{next(self._ids):04d}"
         view.update({"id": view_id, "hash": f"h{view_id}", "team_id": TEAM, "app_id": APP})
         self.views[view_id] = view

@@ -19,10 +19,12 @@ def test_the_manifest_is_exactly_what_the_bot_syncs() -> None:
     [flower] = synced
     assert flower["name"] == "flower" and flower["contexts"] == [0]  # guilds only: runs live in threads
     subs = {o["name"]: o for o in flower["options"]}
-    assert list(subs) == ["run", "stop", "end", "model", "effort", "status", "runs", "follow", "resume", "unfollow",
-                          "wake", "help", "routine"]
+    assert list(subs) == ["run", "plan", "stop", "end", "model", "effort", "status", "runs", "follow", "resume",
+                          "unfollow", "wake", "help", "routine"]
     assert [o["name"] for o in subs["run"]["options"]] == ["task", "timeout", "asks", "budget", "approve", "model",
-                                                           "effort"]
+                                                           "effort", "plan"]
+    assert subs["run"]["options"][-1]["type"] == 5  # a boolean
+    assert [o["name"] for o in subs["plan"]["options"]] == [o["name"] for o in subs["run"]["options"]][:-1]
     assert [c["value"] for c in subs["effort"]["options"][0]["choices"]] == ["low", "medium", "high", "xhigh", "max"]
     assert all(len(o["description"]) <= 100 for o in flower["options"])
     routine = {o["name"]: o for o in subs["routine"]["options"]}  # a subcommand group (type 2)
