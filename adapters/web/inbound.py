@@ -179,8 +179,8 @@ PLAN_FIELDS: Fields = {"ask_id": str, "decision": str, "text": str}
 def read_plan(data: dict[str, Any]) -> tuple[str, str]:
     """A plan decision body (PLAN_FIELDS): the ask id as sent and the answer that carries the decision — the
     option text for go / go_ask, the words (else "Keep planning…") for revise. Words go with revise only, and
-    words the plan card would read as an approval (an approving option's text, "1", "2") are refused: a person who asked for
-    more planning must never have approved the plan by accident."""
+    words the plan card would read as an approval (an approving option's text, "1", "2") are refused: a person
+    who asked for more planning must never have approved the plan by accident."""
     ask_id, decision = text_field(data, "ask_id"), text_field(data, "decision").strip()
     words = text_field(data, "text", required=False, empty_ok=True).strip()
     if decision not in DECISIONS:
