@@ -103,6 +103,8 @@ def click(action: ActionId, pressed: Click, cards: CardRules) -> RunIntent | Rou
     if verb in ROUTINE_VERBS:
         return RoutineAction(run_id, ROUTINE_VERBS[verb])
     if opens_form(pressed):
+        if verb == "txt" and not cards.check(run_id, card_id):  # a stale card: told why, no form to fill in vain
+            return Answer(run_id, card_id, "")
         permission, form = FORMS[verb]
         return WordsFirst(run_id, permission, form)
     if verb == "ans":

@@ -267,3 +267,24 @@ async def test_words_in_the_keep_planning_form_never_approve_the_plan(double_fac
         assert settled.title == "📝 alice asked for more planning" and "Feedback: 1" in settled.text
     finally:
         await hub.close()
+
+
+async def test_a_late_keep_planning_click_is_told_the_card_is_settled_before_any_form(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    ws = ws_of(tmp_path)
+    surface, store = MemorySurface(), MemoryStateStore()
+    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws}/notes.txt")}))
+    watch = Watch(surface)
+    hub = hub_for(tmp_path, md, cli_home, surface, store)
+    try:
+        started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
+        card = await watch.card("ask:1-q1")
+        fresh = await drive(hub).handle_action(button(card, "Keep planning…"), "bea", delivery_id="d0")
+        assert fresh.form is not None  # an open card: the words form
+        assert (await drive(hub).handle_action(button(card, "Approve and go"), "alice", delivery_id="d1")).ok
+        late = await drive(hub).handle_action(button(card, "Keep planning…"), "bea", delivery_id="d2")
+        assert late.form is None and not late.ok and "already settled (answered by alice)" in late.message
+        live = await hub.query.wait(started.run_id)
+        assert live is not None and live.outcome is not None and live.outcome.state == "done"
+    finally:
+        await hub.close()
