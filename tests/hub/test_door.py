@@ -42,6 +42,7 @@ def door() -> tuple[Hub, MemorySurface]:
     # A run asleep since a restart: the door finds it, its cards are checked, nothing runs.
     store.save_run(RunRecord(RUN, THREAD, "alice", "an old task", "died", "/nonexistent", "/nonexistent/run"))
     store.bind_thread(THREAD, RUN)
+    store.save_ask_message(RUN, "1-q1", "m1", "Tabs or spaces?", ["tabs", "spaces"])  # its open card
     store.set_channel_policy("memory:C1", ChannelPolicy(starters={"alice"}, responders={"alice"}))
     return hub, surface
 
@@ -91,6 +92,13 @@ async def test_a_repeated_delivery_acts_once(door: tuple[Hub, MemorySurface]) ->
     assert first.form is not None and first.needs_input == first.form.prompt
     assert again.replayed and again.message == "Already handled." and again.run_id == RUN
     assert again.to_show(quiet_when_ok=False) is None
+
+
+async def test_a_words_button_on_a_card_the_run_does_not_know_is_told_so_without_a_form(
+        door: tuple[Hub, MemorySurface]) -> None:
+    hub, _ = door
+    result = await hub.submit(Click(encode("txt", RUN, "1-q9")), "alice", delivery_id="d9")
+    assert (result.ok, result.form, result.message) == (False, None, "I don't know that question.")
 
 
 async def test_who_may_is_checked_before_a_form_opens_and_the_refusal_is_told(
