@@ -54,7 +54,8 @@ log = logging.getLogger(__name__)
 _STORE_STATUS = {"starting": RunStatus.STARTING, "running": RunStatus.RUNNING, "interrupted": RunStatus.RUNNING,
                  "waiting": RunStatus.WAITING, "approving": RunStatus.WAITING, "done": RunStatus.DONE,
                  "failed": RunStatus.FAILED, "stopped": RunStatus.STOPPED, "died": RunStatus.DIED,
-                 "parked": RunStatus.PARKED, "parked_approving": RunStatus.PARKED}
+                 "parked": RunStatus.PARKED, "parked_approving": RunStatus.PARKED,
+                 "reviewing": RunStatus.WAITING, "parked_reviewing": RunStatus.PARKED}
 REASKED = "Asked again after the run was woken."
 KEPT = "Still open after a restart: the run is waiting for this answer."
 MOVED = ("Your answer is kept: the run moved to another worker, which gets it when it asks this again (or in "

@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 # run view state -> agent session status
 SESSION_STATUS = {"starting": "processing", "running": "processing", "interrupted": "active", "waiting": "active",
-                  "approving": "active", "parked": "active", "parked_approving": "active", "died": "active",
+                  "approving": "active", "parked": "active", "parked_approving": "active",
+                  "reviewing": "active", "parked_reviewing": "active", "died": "active",
                   "done": "closed", "failed": "closed", "stopped": "closed"}
 _STATE_OF_LABEL = {label: state for state, (_icon, label) in STATES.items()}
 TITLE_MAX = SLACK.session_title_max

@@ -59,6 +59,7 @@ from flower_core.payloads import (
 )
 
 ASK_TOOL = "mcp__human__ask"
+PARKED_AS = {"approving": "parked_approving", "reviewing": "parked_reviewing"}  # what waits, parked
 # What ends the model's turn: its live message closes (a new request starting does too). An ask or a mail
 # comes from a person, any time; tool calls and their results belong to the turn.
 _ENDS_TURN = frozenset({"thinking", "prompt", "result", "error", "reset", "step", "retry", "handoff"})
@@ -406,10 +407,12 @@ class RunView:
         return before != self.status_card.state or state == "asked"
 
     def _waiting(self) -> str:
-        """"approving" when every open card is a tool call waiting for approval, else "waiting"/"running"."""
+        """"approving" when every open card is a tool call waiting for approval, "reviewing" when they are plan
+        cards, else "waiting"/"running"."""
         if not self._cards:
             return "running"
-        return "approving" if all(c.kind == "approval" for c in self._cards.values()) else "waiting"
+        kinds = {c.kind for c in self._cards.values()}
+        return "approving" if kinds == {"approval"} else "reviewing" if kinds == {"plan"} else "waiting"
 
     def _handoff(self, ev: Event, h: HandoffPayload, out: list[OutMessage]) -> None:
         if h.window > 0:
@@ -429,7 +432,7 @@ class RunView:
         before = c.state
         if c.state not in status.FINAL_STATES:
             if parked:
-                c.state = "parked_approving" if self._waiting() == "approving" else "parked"
+                c.state = PARKED_AS.get(self._waiting(), "parked")
             elif c.state in status.PARKED_STATES:
                 c.state = self._waiting()
         return c.state != before

@@ -27,6 +27,8 @@ STATES: dict[str, tuple[str, str]] = {
     "approving": ("🔐", "Waiting for approval"),  # every open card is a tool call waiting for a person
     "parked": ("🅿️", "Parked — waiting for an answer"),  # no CLI process until the answer comes
     "parked_approving": ("🅿️", "Parked — waiting for approval"),  # the same, on a tool call's approval
+    "reviewing": ("📋", "Waiting for the plan's review"),  # a plan-first run's plan card is open
+    "parked_reviewing": ("🅿️", "Parked — waiting for the plan's review"),
     "interrupted": ("⏸️", "Interrupted"),
     "done": ("✅", "Done"),
     "failed": ("❌", "Failed"),
@@ -34,7 +36,7 @@ STATES: dict[str, tuple[str, str]] = {
     "died": ("💤", "Stopped: it could not come back after a restart"),
 }
 FINAL_STATES = frozenset({"done", "failed", "stopped", "died"})
-PARKED_STATES = frozenset({"parked", "parked_approving"})
+PARKED_STATES = frozenset({"parked", "parked_approving", "parked_reviewing"})
 WARN_SHARE = 0.8  # of the cost cap: from here on the card is a warning
 
 

@@ -19,7 +19,6 @@ from adapters.state import MemoryStateStore
 from bots.flows import single_flow
 from flower_core.human.plan_review import APPROVED
 from tests.conftest import scenario_of
-from tests.hub.test_parking_hub import parked_card
 from tests.support.drive import drive
 from tests.support.hub_support import QUICK, THREAD, Watch, button, hub_of
 from tests.support.runtime_support import FAST
@@ -74,12 +73,16 @@ async def test_no_edit_before_the_plan_is_approved_then_approve_and_go(double_fa
         assert started.ok
         card = await watch.card("ask:1-q1")
         assert card.title.startswith("📋 The agent's plan") and PLAN in card.text
+        if not parked:
+            await watch.until(lambda s: any(p.msg.key == "status" and "Waiting for the plan's review" in p.msg.title
+                                            for p in s.find("status")))
         assert [b.label for b in card.buttons] == ["Approve and go", "Approve, ask before edits", "Keep planning…"]
         workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
         assert not (workspace / "notes.txt").exists()
         assert "nothing may change before a person has approved your plan" in results(md)[0]
         if parked:  # the plan waits with no CLI, like a question
-            await watch.until(parked_card)
+            await watch.until(lambda s: any(p.msg.key == "status" and p.msg.title.startswith(
+                "🅿️ Parked — waiting for the plan's review") for p in s.find("status")))
             assert hub.parked() == [started.run_id]
 
         assert (await drive(hub).handle_action(button(card, "Approve and go"), "alice", delivery_id="d1")).ok
