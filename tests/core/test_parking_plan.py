@@ -87,3 +87,26 @@ async def test_a_plan_parked_by_a_process_killed_mid_park_is_shown_again_and_app
     assert (ws / "notes.txt").read_text() == "yo"
     assert APPROVED in [r.last_tool_result for r in md.model_requests()]
     assert ParkRecords(run_dir / "parked").all() == []
+
+
+async def test_an_unattended_plan_first_run_is_told_nobody_reviews_and_changes_nothing(
+        double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
+    ws, run_dir = tmp_path / "ws", tmp_path / "runs"
+    md = await double_factory(scenario_of({"name": "main", "turn": [
+        {"say": "Plan.", "call": [{"tool": "ExitPlanMode", "input": {"plan": PLAN}}]},
+        {"say": "Writing anyway.", "call": [{"tool": "Write", "input": {"file_path": str(ws / "notes.txt"),
+                                                                         "content": "yo"}}]},
+        {"say": "My plan stands: {last_tool_result}"}]}))
+    events = Events()
+    ch = HumanChannel(on_event=events, timeout_s=0, language="en")  # nobody answers: questions time out at once
+    plan_first(ch, run_dir, cwd=ws)
+    rt = Runtime(workspace=ws, run_dir=run_dir, env=md.env(cli_home), handoff=False, resilience=FAST)
+    try:
+        result = await rt.run(spec(channel=ch, **WORKING), "go", step_name="work", on_event=events)
+    finally:
+        rt.close()
+    assert result.ok, result.error
+    told = [r.last_tool_result for r in md.model_requests()]
+    assert "Nobody is here to review your plan" in told[1]
+    assert "nothing may change before a person has approved your plan" in told[2]  # still planning
+    assert not (ws / "notes.txt").exists() and events.asks() == []
