@@ -21,20 +21,9 @@ from flower_core.human.plan_review import APPROVED
 from tests.conftest import scenario_of
 from tests.support.drive import drive
 from tests.support.hub_support import QUICK, THREAD, Watch, button, hub_of
+from tests.support.plan_support import PLAN, PLAN2, tool_results, turns, write
+from tests.support.plan_support import workspace as ws_of
 from tests.support.runtime_support import FAST
-
-PLAN = "1. Write notes.txt with the word yo.\n2. Say done."
-PLAN2 = "1. Add a test first.\n2. Write notes.txt with the word yo."
-
-
-def write(path: str, content: str) -> dict[str, Any]:
-    return {"tool": "Write", "input": {"file_path": path, "content": content}}
-
-
-def turns(path: str, *, plans: tuple[str, ...] = (PLAN,)) -> list[dict[str, Any]]:
-    early = [{"say": "Trying to write early.", "call": [write(path, "early")]}]
-    presented = [{"say": "Here is my plan.", "call": [{"tool": "ExitPlanMode", "input": {"plan": p}}]} for p in plans]
-    return early + presented + [{"say": "Writing.", "call": [write(path, "yo")]}, {"say": "Done: {last_tool_result}"}]
 
 
 def hub_for(tmp_path: Path, md: Any, cli_home: Path, surface: MemorySurface, store: MemoryStateStore,
@@ -46,19 +35,13 @@ def hub_for(tmp_path: Path, md: Any, cli_home: Path, surface: MemorySurface, sto
                   workspaces={"memory:C1": ws_of(tmp_path)}, **kw)
 
 
-def ws_of(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    return ws
-
-
 def parking(parked: bool) -> dict[str, Any]:
     """Parked: the CLI goes the moment the card shows (no warm pool); warm: the default pool keeps it."""
     return {"park_after_s": 0} if parked else {}
 
 
 def results(md: Any) -> list[str]:
-    return [r.last_tool_result for r in md.model_requests()][1:]
+    return tool_results(md)[1:]
 
 
 @pytest.mark.parametrize("parked", [False, True], ids=["warm", "parked"])

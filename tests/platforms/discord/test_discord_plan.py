@@ -17,31 +17,21 @@ from adapters.state import MemoryStateStore
 from bots.flows import single_flow
 from flower_core.human.plan_review import APPROVED
 from tests.conftest import scenario_of
-from tests.hub.test_plan_hub import PLAN, PLAN2, turns
 from tests.support.discord_double import DiscordDouble
 from tests.support.discord_interactions import Ix
 from tests.support.discord_support import discord_double, start_bot, stop_bot
+from tests.support.plan_support import BUTTONS, CARD_TITLE, PLAN, PLAN2, turns, workspace
+from tests.support.plan_support import tool_results as results
 
 __all__ = ["discord_double"]
 
-TITLE = "📋 The agent's plan — nothing changes before it is approved"
-BUTTONS = ["Approve and go", "Approve, ask before edits", "Keep planning…"]
+TITLE = CARD_TITLE
 
 
 def plan_card(d: DiscordDouble, thread: int, needle: str, *, open_: bool = True) -> dict[str, Any] | None:
     """The plan card whose text holds `needle`: open (its buttons) or decided (none)."""
     return next((m for m in d.bot_messages(thread) if needle in d.text(m) and bool(m["components"]) == open_
                  and m["embeds"] and m["embeds"][0]["title"].startswith("📋") == open_), None)
-
-
-def results(md: Any) -> list[str]:
-    return [r.last_tool_result for r in md.model_requests()]
-
-
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    return ws
 
 
 async def bot_for(d: DiscordDouble, tmp_path: Path, md: Any, cli_home: Path, store: MemoryStateStore) -> Any:

@@ -22,13 +22,13 @@ from adapters.view.plan_card import render_plan
 from bots.flows import single_flow
 from flower_core.human.plan_review import APPROVED, OPTIONS
 from tests.conftest import scenario_of
-from tests.hub.test_plan_hub import PLAN, PLAN2, turns
+from tests.support.plan_support import BUTTONS, CARD_TITLE, PLAN, PLAN2, turns, workspace
+from tests.support.plan_support import tool_results as results
 from tests.support.slack_blocks import message_problem, view_problem
 from tests.support.slack_double import Msg, SlackDouble
 from tests.support.slack_support import C1, root_of, slack_bot
 
-TITLE = "📋 The agent's plan — nothing changes before it is approved"
-BUTTONS = ["Approve and go", "Approve, ask before edits", "Keep planning…"]
+TITLE = CARD_TITLE
 NAMES = {"UALICE": "Alice", "UBOB": "Bob"}
 
 
@@ -80,16 +80,6 @@ def plan_card(double: SlackDouble, root: str, plan: str, *, open_: bool = True) 
     """The plan card showing (the start of) `plan`: with its buttons, or decided (no buttons)."""
     return double.find(C1, root, lambda m: plan[:40] in m.body() and bool(m.buttons()) == open_
                        and m.header().startswith("📋") == open_)
-
-
-def results(md: Any) -> list[str]:
-    return [r.last_tool_result for r in md.model_requests()]
-
-
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    return ws
 
 
 def bot_for(tmp_path: Path, md: Any, cli_home: Path, double: SlackDouble) -> Any:

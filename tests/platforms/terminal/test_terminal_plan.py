@@ -23,11 +23,10 @@ from flower_core.human.plan_review import GO, GO_ASK, REVISE, PlanReview, Verdic
 from tests.conftest import scenario_of
 from tests.e2e.test_flower_cli import ROOT, clean_env, finish
 from tests.platforms.terminal.test_terminal_stdin import Pipe, pipe, until, wired
+from tests.support.plan_support import PLAN, PLAN2, turns
 
 __all__ = ["pipe"]
 
-PLAN = "1. Write notes.txt with the word yo.\n2. Say done."
-PLAN2 = "1. Add a test first.\n2. Write notes.txt with the word yo."
 PROMPT = "     1) Approve and go  2) Approve, ask before edits  or type words to keep planning"
 
 
@@ -124,11 +123,7 @@ def test_plan_without_a_terminal_stops_before_anything(tmp_path: Path, capsys: p
 
 
 def work_turns(ws: Path) -> list[dict[str, Any]]:
-    write = [{"tool": "Write", "input": {"file_path": str(ws / "notes.txt"), "content": c}} for c in ("early", "yo")]
-    plans = [{"say": "Here is my plan.", "call": [{"tool": "ExitPlanMode", "input": {"plan": p}}]}
-             for p in (PLAN, PLAN2)]
-    return [{"say": "Trying to write early.", "call": [write[0]]}, *plans, {"say": "Writing.", "call": [write[1]]},
-            {"say": "Done: {last_tool_result}"}]
+    return turns(ws / "notes.txt", plans=(PLAN, PLAN2))
 
 
 async def test_flower_plan_in_a_terminal(tmp_path: Path, double_factory: Any) -> None:

@@ -29,20 +29,9 @@ from flower_core.human.plan_review import APPROVED
 from tests.conftest import scenario_of
 from tests.platforms.web.test_web_api import client_for
 from tests.support.hub_support import QUICK, hub_of
+from tests.support.plan_support import PLAN, PLAN2, WORDS, turns
 from tests.support.runtime_support import FAST
 from tests.support.waiting import until
-
-PLAN = "1. Write notes.txt with the word yo.\n2. Say done."
-PLAN2 = "1. Add a test first.\n2. Write notes.txt with the word yo."
-WORDS = "Add a test first."
-
-
-def turns(path: Path, *, plans: tuple[str, ...] = (PLAN,)) -> list[dict[str, Any]]:
-    """An edit tried while planning (refused), the plan(s), the edit, the end: the hub test's scenario."""
-    write = [{"tool": "Write", "input": {"file_path": str(path), "content": c}} for c in ("early", "yo")]
-    early = [{"say": "Trying to write early.", "call": [write[0]]}]
-    presented = [{"say": "Here is my plan.", "call": [{"tool": "ExitPlanMode", "input": {"plan": p}}]} for p in plans]
-    return early + presented + [{"say": "Writing.", "call": [write[1]]}, {"say": "Done: {last_tool_result}"}]
 
 
 @dataclass
