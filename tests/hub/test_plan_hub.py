@@ -35,6 +35,16 @@ def hub_for(tmp_path: Path, md: Any, cli_home: Path, surface: MemorySurface, sto
                   workspaces={"memory:C1": ws_of(tmp_path)}, **kw)
 
 
+async def planning(double_factory: Any, cli_home: Path, tmp_path: Path, scenario: Any,
+                   **kw: Any) -> tuple[Hub, MemoryStateStore, Any, Watch]:
+    """A hub on the model double playing ``scenario`` (a list: the turns of its one conversation; single_flow, one
+    workspace): the hub, its store, the double and a watch on its surface."""
+    surface, store = MemorySurface(), MemoryStateStore()
+    md = await double_factory(scenario_of({"name": "main", "turn": scenario}) if isinstance(scenario, list)
+                              else scenario)
+    return hub_for(tmp_path, md, cli_home, surface, store, **kw), store, md, Watch(surface)
+
+
 def parking(parked: bool) -> dict[str, Any]:
     """Parked: the CLI goes the moment the card shows (no warm pool); warm: the default pool keeps it."""
     return {"park_after_s": 0} if parked else {}
@@ -47,10 +57,8 @@ def results(md: Any) -> list[str]:
 @pytest.mark.parametrize("parked", [False, True], ids=["warm", "parked"])
 async def test_no_edit_before_the_plan_is_approved_then_approve_and_go(double_factory: Any, cli_home: Path,
                                                                       tmp_path: Path, parked: bool) -> None:
-    surface, store = MemorySurface(), MemoryStateStore()
-    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws_of(tmp_path)}/notes.txt")}))
-    watch = Watch(surface)
-    hub = hub_for(tmp_path, md, cli_home, surface, store, **parking(parked))
+    hub, store, md, watch = await planning(double_factory, cli_home, tmp_path,
+                                           turns(f"{ws_of(tmp_path)}/notes.txt"), **parking(parked))
     try:
         started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
         assert started.ok
@@ -85,11 +93,9 @@ async def test_no_edit_before_the_plan_is_approved_then_approve_and_go(double_fa
 @pytest.mark.parametrize("parked", [False, True], ids=["warm", "parked"])
 async def test_keep_planning_words_reach_the_agent_and_it_presents_a_new_plan(double_factory: Any, cli_home: Path,
                                                                              tmp_path: Path, parked: bool) -> None:
-    surface, store = MemorySurface(), MemoryStateStore()
     ws = ws_of(tmp_path)
-    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws}/notes.txt", plans=(PLAN, PLAN2))}))
-    watch = Watch(surface)
-    hub = hub_for(tmp_path, md, cli_home, surface, store, **parking(parked))
+    hub, store, md, watch = await planning(double_factory, cli_home, tmp_path,
+                                           turns(f"{ws}/notes.txt", plans=(PLAN, PLAN2)), **parking(parked))
     try:
         started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
         card = await watch.card("ask:1-q1")
@@ -117,10 +123,8 @@ async def test_keep_planning_words_reach_the_agent_and_it_presents_a_new_plan(do
 async def test_approve_ask_before_edits_turns_the_next_edit_into_an_approval_card(double_factory: Any,
                                                                                  cli_home: Path,
                                                                                  tmp_path: Path, parked: bool) -> None:
-    surface, store = MemorySurface(), MemoryStateStore()
-    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws_of(tmp_path)}/notes.txt")}))
-    watch = Watch(surface)
-    hub = hub_for(tmp_path, md, cli_home, surface, store, **parking(parked))
+    hub, store, _md, watch = await planning(double_factory, cli_home, tmp_path,
+                                           turns(f"{ws_of(tmp_path)}/notes.txt"), **parking(parked))
     try:
         started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
         card = await watch.card("ask:1-q1")
@@ -147,14 +151,12 @@ async def test_a_plan_written_to_the_clis_plan_file_is_the_card_and_a_long_one_c
     long_plan = "# Plan\n" + "\n".join(f"{i}. Step number {i} of the careful plan." for i in range(1, 120))
     plan_file = cli_home / "plans" / "the-plan.md"
     ws = ws_of(tmp_path)
-    surface, store = MemorySurface(), MemoryStateStore()
-    md = await double_factory(scenario_of({"name": "main", "turn": [
+    hub, _store, _md, watch = await planning(double_factory, cli_home, tmp_path,
+                                           scenario_of({"name": "main", "turn": [
         {"say": "Writing my plan.", "call": [write(str(plan_file), long_plan)]},
         {"say": "Ready.", "call": [{"tool": "ExitPlanMode", "input": {}}]},
         {"say": "Writing.", "call": [write(f"{ws}/notes.txt", "yo")]},
         {"say": "Done."}]}))
-    watch = Watch(surface)
-    hub = hub_for(tmp_path, md, cli_home, surface, store)
     try:
         started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
         card = await watch.card("ask:1-q1")
@@ -205,8 +207,8 @@ async def test_while_planning_the_agent_may_delegate_and_its_subagent_is_held_to
     """An Agent call is free while planning (the CLI alone would refuse it: its auto-mode check does not run
     here); the subagent's own edit is refused like the main thread's."""
     ws = ws_of(tmp_path)
-    surface, store = MemorySurface(), MemoryStateStore()
-    md = await double_factory(scenario_of(
+    hub, _store, md, watch = await planning(double_factory, cli_home, tmp_path,
+                                           scenario_of(
         {"name": "sub", "match": "Sub task", "turn": [
             {"say": "Trying to write.", "call": [write(f"{ws}/sub.txt", "no")]},
             {"say": "Report: the write was refused: {last_tool_result}"}]},
@@ -216,8 +218,6 @@ async def test_while_planning_the_agent_may_delegate_and_its_subagent_is_held_to
                 "run_in_background": False}}]},
             {"say": "Here is my plan.", "call": [{"tool": "ExitPlanMode", "input": {"plan": PLAN}}]},
             {"say": "Done."}]}))
-    watch = Watch(surface)
-    hub = hub_for(tmp_path, md, cli_home, surface, store)
     try:
         started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
         card = await watch.card("ask:1-q1")
@@ -237,10 +237,8 @@ async def test_words_in_the_keep_planning_form_never_approve_the_plan(double_fac
                                                                       tmp_path: Path) -> None:
     """"go" or "1" typed as feedback is feedback: the plan card is declined with it, the agent plans again."""
     ws = ws_of(tmp_path)
-    surface, store = MemorySurface(), MemoryStateStore()
-    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws}/notes.txt", plans=(PLAN, PLAN2))}))
-    watch = Watch(surface)
-    hub = hub_for(tmp_path, md, cli_home, surface, store)
+    hub, _store, md, watch = await planning(double_factory, cli_home, tmp_path,
+                                           turns(f"{ws}/notes.txt", plans=(PLAN, PLAN2)))
     try:
         await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
         card = await watch.card("ask:1-q1")
@@ -258,10 +256,8 @@ async def test_words_in_the_keep_planning_form_never_approve_the_plan(double_fac
 async def test_a_late_keep_planning_click_is_told_the_card_is_settled_before_any_form(
         double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
     ws = ws_of(tmp_path)
-    surface, store = MemorySurface(), MemoryStateStore()
-    md = await double_factory(scenario_of({"name": "main", "turn": turns(f"{ws}/notes.txt")}))
-    watch = Watch(surface)
-    hub = hub_for(tmp_path, md, cli_home, surface, store)
+    hub, _store, _md, watch = await planning(double_factory, cli_home, tmp_path,
+                                           turns(f"{ws}/notes.txt"))
     try:
         started = await drive(hub).start("plan it", THREAD, "alice", options=RunOptions(plan=True))
         card = await watch.card("ask:1-q1")
