@@ -32,7 +32,8 @@ from flower_core.session_store import stored_entries
 if TYPE_CHECKING:
     from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 
-HEAD = "(Picked up where you left off: the session stopped after this reached you, before you could act on it.)"
+# True of each way a turn is cut between an input and the model's next request: a restart, an interrupt, a retry.
+HEAD = "(Picked up where you left off: this reached you, but your turn was cut off before you could act on it.)"
 # What the CLI continues with when it adds a note of its own (it does for a tool-result tail, not for ours).
 CONTINUE = "Continue."
 
