@@ -5,7 +5,8 @@ worker task drains the queue in order. While it waits for the rate budget, newer
 and are coalesced: a newer version of a queued key replaces the older one in place (status edits
 collapse to the latest), consecutive new prose is merged into one post up to the text limit.
 Text is defused of mass mentions and split at the platform limit; the first chunk carries the
-key, so later edits of that key edit the same platform message(s).
+key, so later edits of that key edit the same platform message(s) (`MessageIdCache`, outbox_ids.py,
+remembers which).
 
 Failure policy: TransientSurfaceError is retried with backoff (honouring retry_after). A
 PermanentSurfaceError drops an ordinary message (reported through on_error, counted in
@@ -31,8 +32,8 @@ import time
 from collections.abc import Awaitable, Callable
 
 from adapters.longoutput import as_file
-from adapters.lru import LRU
-from adapters.outbox_streams import LiveStreams, MessageIds
+from adapters.outbox_ids import MessageIdCache, MessageIds
+from adapters.outbox_streams import LiveStreams
 from adapters.platform import OutMessage, PlatformLimits, Surface, ThreadRef, TransientSurfaceError
 from adapters.ratelimit import RateBudget
 from adapters.textsplit import neutralize_mentions, split_text
@@ -76,16 +77,13 @@ class Outbox:
         self.limits = limits or surface.limits
         self.stats = OutboxStats()
         self._clock, self._sleeper = clock, sleeper
-        self._on_error, self._on_sent, self._store = on_error, on_sent, store
+        self._on_error, self._on_sent = on_error, on_sent
         self._budget = budget or RateBudget(self.limits, clock)
         self._max_prose, self._give_up_s, self._important_give_up_s = (
             bounds.max_prose, bounds.give_up_s, bounds.important_give_up_s)
         self._backoff_max_s = bounds.backoff_max_s
         self._pending: list[OutMessage] = []
-        # key -> platform ids of its chunks (first = the key's message). Bounded: a run posts an unbounded
-        # number of keys but edits only recent ones; a forgotten key is looked up in the store again.
-        self._ids: LRU[str, list[str]] = LRU(bounds.max_known)
-        self._absent: LRU[str, bool] = LRU(bounds.max_known)  # keys the store did not know (saves a lookup)
+        self._ids = MessageIdCache(thread, store, bounds.max_known)  # the platform messages showing each key
         self._closed = False
         self._task: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
@@ -121,7 +119,7 @@ class Outbox:
 
     def message_id(self, key: str) -> str | None:
         """The platform id of the message showing `key`, if it was posted (or known from the store)."""
-        ids = self._known(key)
+        ids = self._ids.known(key)
         return ids[0] if ids else None
 
     async def flush(self) -> None:
@@ -236,28 +234,10 @@ class Outbox:
                 task.cancel()
             await asyncio.gather(slept, nudged, return_exceptions=True)
 
-    def _known(self, key: str) -> list[str] | None:
-        ids = self._ids.get(key)
-        if ids is None and self._store is not None and key not in self._absent:
-            try:
-                first = self._store.get_message(self.thread, key)
-                if first is not None:
-                    ids = [first]
-                    k = 2
-                    while (more := self._store.get_message(self.thread, f"{key}#{k}")) is not None:
-                        ids.append(more)
-                        k += 1
-                    self._ids.put(key, ids)
-                else:
-                    self._absent.put(key, True)  # only this outbox writes this thread's keys
-            except Exception as exc:
-                log.warning("outbox store lookup failed for %s %s: %r", self.thread, key, exc)
-        return ids
-
     def _is_edit(self, msg: OutMessage) -> bool:
         if msg.kind == "live":
             return self._live.showing(msg.key)
-        return msg.replace and self._known(msg.key) is not None
+        return msg.replace and self._ids.known(msg.key) is not None
 
     def _wait_for(self, head: OutMessage) -> float:
         live = head.kind == "live"
@@ -311,7 +291,7 @@ class Outbox:
         return parts
 
     async def _deliver(self, msg: OutMessage) -> None:
-        old = (self._known(msg.key) or []) if msg.replace else []
+        old = (self._ids.known(msg.key) or []) if msg.replace else []
         parts = self._parts(msg)
         ids: list[str] = []
         for k, part in enumerate(parts):
@@ -327,22 +307,12 @@ class Outbox:
                                              buttons=[], important=False)
                 await self._call(filler, extra)
             ids.extend(old[len(parts):])
-        self._remember(msg.key, ids)
+        self._ids.remember(msg.key, ids)
         if self._on_sent is not None:
             try:
                 self._on_sent(msg, ids[0])
             except Exception as exc:
                 self._report(msg, exc)
-
-    def _remember(self, key: str, ids: list[str]) -> None:
-        self._ids.put(key, ids)
-        self._absent.discard(key)
-        if self._store is not None:
-            try:
-                for k, mid in enumerate(ids):
-                    self._store.save_message(self.thread, key if k == 0 else f"{key}#{k + 1}", mid)
-            except Exception as exc:
-                log.warning("outbox store save failed for %s %s: %r", self.thread, key, exc)
 
     async def _call(self, part: OutMessage, message_id: str | None) -> str | None:
         """One post or update, paced and retried; the message id, or None when given up."""

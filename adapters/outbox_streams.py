@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from adapters.lru import LRU
+from adapters.outbox_ids import MessageIds
 from adapters.platform import (
     LiveText,
     OutMessage,
@@ -47,7 +48,7 @@ from adapters.platform import (
 from adapters.ratelimit import RateBudget
 from adapters.textsplit import neutralize_mentions
 
-__all__ = ["CUT_NOTE", "OPEN_STREAMS", "LiveStreams", "MessageIds", "StreamCounts"]
+__all__ = ["CUT_NOTE", "OPEN_STREAMS", "LiveStreams", "StreamCounts"]
 
 # The outbox's logger: what its streams say reads, and is filtered, as the outbox's lines always were.
 log = logging.getLogger("adapters.outbox")
@@ -57,14 +58,6 @@ OPEN_STREAMS = "live:open"  # the store key of a thread's messages still streami
 # outboxes for a thread are streaming those: not orphans).
 _OPEN_HERE: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
 CUT_NOTE = "cut off by a restart"
-
-
-class MessageIds(Protocol):
-    """The slice of a StateStore the outbox uses to remember key -> platform message id (its live
-    streams keep their open ids there too, under `OPEN_STREAMS`)."""
-
-    def save_message(self, thread: ThreadRef, key: str, message_id: str) -> None: ...
-    def get_message(self, thread: ThreadRef, key: str) -> str | None: ...
 
 
 class StreamCounts(Protocol):
