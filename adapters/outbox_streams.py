@@ -112,7 +112,7 @@ class LiveStreams:
         return self._enabled and self._shown_live.get(key) is not False
 
     def showing(self, key: str) -> bool:
-        """Whether `key` is being shown live: its next call is a growth, not a start."""
+        """Whether `key` has a stream under way (the outbox waits on the "grow" budget for it, not "start")."""
         return key in self._streams
 
     def pace_wait(self, key: str) -> float | None:
