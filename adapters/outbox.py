@@ -5,7 +5,8 @@ worker task drains the queue in order. While it waits for the rate budget, newer
 and are coalesced: a newer version of a queued key replaces the older one in place (status edits
 collapse to the latest), consecutive new prose is merged into one post up to the text limit.
 Text is defused of mass mentions and split at the platform limit; the first chunk carries the
-key, so later edits of that key edit the same platform message(s).
+key, so later edits of that key edit the same platform message(s) (`MessageIdCache`, outbox_ids.py,
+remembers which).
 
 Failure policy: TransientSurfaceError is retried with backoff (honouring retry_after). A
 PermanentSurfaceError drops an ordinary message (reported through on_error, counted in
@@ -13,18 +14,12 @@ stats.dropped) but an `important` one (ask cards, the summary) keeps being retri
 `important_give_up_s` (10 minutes by default), so it survives anything short of an outage. These
 numbers, and how much it queues and remembers, are one `OutboxBounds` value.
 
-Live messages (kind "live": words being written) go to `Surface.stream` when the surface has one of
-its own, and are dropped at once when it has not. A live key still queued is replaced by its newer
-text like any key, and a stream grows (words, its tasks) at most once per `limits.stream_every_s`, so
-what arrives meanwhile goes in one call; its close is not held back (the next message waits on it);
-a text longer than `text_max` continues in a new streamed message.
-A prose message whose words this thread has shown live (`live_keys`) is not posted again; one the
-thread could not stream (the platform refused, the stream failed) is posted as before. A refusal
-(`StreamRefused`) turns streaming off for the thread, said once in the log per platform.
-
-The ids of the thread's messages still streaming are kept in the store (key `OPEN_STREAMS`): an outbox
-made for the thread after a restart first closes those the earlier process left open, with a short note
-(`LiveText.earlier`), so no message stays "streaming" forever.
+Live messages (kind "live": words being written) are queued here like any key and shown by the
+thread's `LiveStreams` (outbox_streams.py), when it accepts them. A live key still queued is replaced
+by its newer text, and a stream grows at most once per `limits.stream_every_s`, so what arrives
+meanwhile goes in one call; its close is not held back (the next message waits on it). A prose
+message whose words this thread has shown live (`live_keys`) is not posted again; one the thread
+could not stream is posted as before.
 """
 
 from __future__ import annotations
@@ -34,24 +29,12 @@ import contextlib
 import dataclasses
 import logging
 import time
-import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
 
 from adapters.longoutput import as_file
-from adapters.lru import LRU
-from adapters.platform import (
-    LiveText,
-    OutMessage,
-    PlatformLimits,
-    StreamRefused,
-    Surface,
-    Task,
-    ThreadRef,
-    TransientSurfaceError,
-    as_platform,
-    provides,
-)
+from adapters.outbox_ids import MessageIdCache, MessageIds
+from adapters.outbox_streams import LiveStreams
+from adapters.platform import OutMessage, PlatformLimits, Surface, ThreadRef, TransientSurfaceError
 from adapters.ratelimit import RateBudget
 from adapters.textsplit import neutralize_mentions, split_text
 
@@ -59,19 +42,6 @@ __all__ = ["MessageIds", "Outbox", "OutboxBounds", "OutboxStats"]
 
 log = logging.getLogger(__name__)
 _CONTINUED = "(continued above)"
-_REFUSALS_LOGGED: set[str] = set()  # platforms whose refusal to stream was said in the log (once each)
-OPEN_STREAMS = "live:open"  # the store key of a thread's messages still streaming (their ids, space-separated)
-# Per store: (thread, id) of the streams this process opened there and has not closed (the store's other
-# outboxes for a thread are streaming those: not orphans).
-_OPEN_HERE: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
-CUT_NOTE = "cut off by a restart"
-
-
-class MessageIds(Protocol):
-    """The slice of a StateStore the outbox uses to remember key -> platform message id."""
-
-    def save_message(self, thread: ThreadRef, key: str, message_id: str) -> None: ...
-    def get_message(self, thread: ThreadRef, key: str) -> str | None: ...
 
 
 @dataclasses.dataclass
@@ -82,17 +52,6 @@ class OutboxStats:
     dropped: int = 0  # logical messages lost: prose overflow, permanent errors, give-ups, put after close
     coalesced: int = 0  # messages folded into another before sending (same key, or merged prose)
     streams: int = 0  # successful surface.stream calls (a start, a growth, a close)
-
-
-@dataclasses.dataclass
-class _Stream:
-    """One live key as this thread shows it: the streamed message now growing and what it shows."""
-
-    message_id: str | None = None
-    offset: int = 0  # where in the live text this message starts (earlier parts closed at text_max)
-    sent: int = 0  # how much of the text from offset the message shows
-    tasks: tuple[Task, ...] = ()  # the tasks it shows
-    at: float = float("-inf")  # when it last grew
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,31 +77,26 @@ class Outbox:
         self.limits = limits or surface.limits
         self.stats = OutboxStats()
         self._clock, self._sleeper = clock, sleeper
-        self._on_error, self._on_sent, self._store = on_error, on_sent, store
+        self._on_error, self._on_sent = on_error, on_sent
         self._budget = budget or RateBudget(self.limits, clock)
         self._max_prose, self._give_up_s, self._important_give_up_s = (
             bounds.max_prose, bounds.give_up_s, bounds.important_give_up_s)
         self._backoff_max_s = bounds.backoff_max_s
         self._pending: list[OutMessage] = []
-        # key -> platform ids of its chunks (first = the key's message). Bounded: a run posts an unbounded
-        # number of keys but edits only recent ones; a forgotten key is looked up in the store again.
-        self._ids: LRU[str, list[str]] = LRU(bounds.max_known)
-        self._absent: LRU[str, bool] = LRU(bounds.max_known)  # keys the store did not know (saves a lookup)
+        self._ids = MessageIdCache(thread, store, bounds.max_known)  # the platform messages showing each key
         self._closed = False
         self._task: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
-        self._streaming = provides(surface, "stream")
-        self._streams: dict[str, _Stream] = {}  # live keys being shown
-        self._shown_live: LRU[str, bool] = LRU(bounds.max_known)  # live keys shown whole, as written (or not: False)
         self._nudge = asyncio.Event()  # a paced live message was closed: stop waiting for its pace
-        self._open_ids: set[str] = set()  # this thread's streamed messages not closed yet (kept in the store)
-        self._orphans = self._left_open()  # … and those an earlier process left open: closed first
+        self._live = LiveStreams(surface, thread, limits=self.limits, budget=self._budget, stats=self.stats,
+                                 unqueue=self._unqueue, clock=clock, sleeper=sleeper, give_up_s=self._give_up_s,
+                                 backoff_max_s=self._backoff_max_s, max_known=bounds.max_known, store=store)
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
-        if self._orphans:
+        if self._live.has_orphans:  # closed first, before anything queued
             self._idle.clear()
             self._start()
 
@@ -165,7 +119,7 @@ class Outbox:
 
     def message_id(self, key: str) -> str | None:
         """The platform id of the message showing `key`, if it was posted (or known from the store)."""
-        ids = self._known(key)
+        ids = self._ids.known(key)
         return ids[0] if ids else None
 
     async def flush(self) -> None:
@@ -199,10 +153,10 @@ class Outbox:
     @property
     def streaming(self) -> bool:
         """Whether this thread shows words as they are written (its surface streams and has not refused)."""
-        return self._streaming
+        return self._live.enabled
 
     def _enqueue(self, msg: OutMessage) -> None:
-        if msg.kind == "live" and (not self._streaming or self._shown_live.get(msg.key) is False):
+        if msg.kind == "live" and not self._live.accepts(msg.key):
             return  # this thread shows the words once complete (the prose), or gave up streaming this text
         if self._closed:
             self.stats.dropped += 1
@@ -230,14 +184,19 @@ class Outbox:
             self._pending.remove(victim)  # oldest first: the newest speech matters most
             self.stats.dropped += 1
 
+    def _unqueue(self, which: Callable[[OutMessage], bool]) -> list[OutMessage]:
+        """Take the queued messages `which` picks off the queue (a live text given up); return them in order."""
+        taken = [m for m in self._pending if which(m)]
+        self._pending = [m for m in self._pending if not which(m)]
+        return taken
+
     def _start(self) -> None:
         if self._task is None and self._loop is not None and not self._loop.is_closed():
             self._task = self._loop.create_task(self._run(), name=f"outbox {self.thread}")
 
     # ---- worker side ----
     async def _run(self) -> None:
-        while self._orphans:
-            await self._close_orphan(self._orphans.pop(0))
+        await self._live.close_orphans()
         while True:
             if not self._pending:
                 self._idle.set()
@@ -255,7 +214,7 @@ class Outbox:
                 if taken is None:
                     continue
                 msg = head = taken
-                await (self._stream(msg) if msg.kind == "live" else self._deliver(msg))
+                await (self._live.stream(msg) if msg.kind == "live" else self._deliver(msg))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a bug in a surface, the store or here: keep the thread moving
@@ -275,42 +234,24 @@ class Outbox:
                 task.cancel()
             await asyncio.gather(slept, nudged, return_exceptions=True)
 
-    def _known(self, key: str) -> list[str] | None:
-        ids = self._ids.get(key)
-        if ids is None and self._store is not None and key not in self._absent:
-            try:
-                first = self._store.get_message(self.thread, key)
-                if first is not None:
-                    ids = [first]
-                    k = 2
-                    while (more := self._store.get_message(self.thread, f"{key}#{k}")) is not None:
-                        ids.append(more)
-                        k += 1
-                    self._ids.put(key, ids)
-                else:
-                    self._absent.put(key, True)  # only this outbox writes this thread's keys
-            except Exception as exc:
-                log.warning("outbox store lookup failed for %s %s: %r", self.thread, key, exc)
-        return ids
-
     def _is_edit(self, msg: OutMessage) -> bool:
         if msg.kind == "live":
-            return msg.key in self._streams
-        return msg.replace and self._known(msg.key) is not None
+            return self._live.showing(msg.key)
+        return msg.replace and self._ids.known(msg.key) is not None
 
     def _wait_for(self, head: OutMessage) -> float:
         live = head.kind == "live"
         op = ("grow" if live else "update") if self._is_edit(head) else "start" if live else "post"
         wait = self._budget.bucket(op).wait_time()
         growing = head.kind == "live" and head.live in ("open", "said")
-        stream = self._streams.get(head.key) if growing else None
-        if stream is not None:  # growing: at most once per stream_every_s (the close goes at once)
-            wait = max(wait, stream.at + self.limits.stream_every_s - self._clock())
+        pace = self._live.pace_wait(head.key) if growing else None
+        if pace is not None:  # growing: at most once per stream_every_s (the close goes at once)
+            wait = max(wait, pace)
         return wait
 
     def _shown_as_written(self, msg: OutMessage) -> bool:
         """Prose whose every part this thread showed live, whole: it is on the thread already."""
-        return msg.kind == "prose" and bool(msg.live_keys) and all(self._shown_live.get(k) for k in msg.live_keys)
+        return msg.kind == "prose" and bool(msg.live_keys) and all(self._live.shown_whole(k) for k in msg.live_keys)
 
     def _take(self) -> OutMessage | None:
         msg = self._pending.pop(0)
@@ -350,7 +291,7 @@ class Outbox:
         return parts
 
     async def _deliver(self, msg: OutMessage) -> None:
-        old = (self._known(msg.key) or []) if msg.replace else []
+        old = (self._ids.known(msg.key) or []) if msg.replace else []
         parts = self._parts(msg)
         ids: list[str] = []
         for k, part in enumerate(parts):
@@ -366,161 +307,12 @@ class Outbox:
                                              buttons=[], important=False)
                 await self._call(filler, extra)
             ids.extend(old[len(parts):])
-        self._remember(msg.key, ids)
+        self._ids.remember(msg.key, ids)
         if self._on_sent is not None:
             try:
                 self._on_sent(msg, ids[0])
             except Exception as exc:
                 self._report(msg, exc)
-
-    # ---- live messages ----
-    async def _stream(self, msg: OutMessage) -> None:
-        """Show the live message's newest text: start, grow or close its streamed message(s)."""
-        st = self._streams.setdefault(msg.key, _Stream())
-        done = msg.live in ("done", "cut")
-        text = neutralize_mentions(msg.text)
-        while len(text) - st.offset > self.limits.text_max:  # this message is full: close it, go on in a new one
-            cut = st.offset + _cut_at(text[st.offset:], self.limits.text_max)
-            if not await self._stream_call(msg, st, text[st.offset:cut], done=True, tasks=()):
-                return
-            st.message_id, st.offset, st.sent, st.tasks = None, cut, 0, ()
-        piece = text[st.offset:]
-        unchanged = st.message_id is not None and not done and len(piece) <= st.sent and msg.tasks == st.tasks
-        note = "stopped before the end" if msg.live == "cut" else ""
-        if not unchanged and not await self._stream_call(msg, st, piece, done=done, note=note, tasks=msg.tasks):
-            return
-        if msg.live in ("said", "done"):
-            self._shown_live.put(msg.key, True)  # its words are on the thread, whole
-        if done:
-            self._streams.pop(msg.key, None)
-            if msg.live == "cut":
-                self._shown_live.put(msg.key, False)
-
-    async def _stream_call(self, msg: OutMessage, st: _Stream, piece: str, *, done: bool, note: str = "",
-                           tasks: tuple[Task, ...]) -> bool:
-        """One stream call, paced and retried; False when this text is given up (the prose shows it)."""
-        start, key = st.message_id is None, msg.key
-        if not piece.strip() and not tasks and start:
-            return True  # nothing to show yet
-        live = LiveText(key, piece, piece[st.sent:] if not start else piece, done=done, note=note, owner=msg.owner,
-                        tasks=tasks, plan=msg.plan, title=msg.title)
-        started = self._clock()
-        attempt = 0
-        while True:
-            bucket = self._budget.bucket("start" if start else "grow")
-            while (wait := bucket.wait_time()) > 0:
-                await self._sleeper(wait)
-            bucket.take()
-            try:
-                st.message_id = await as_platform(self.surface).stream(self.thread, st.message_id, live)
-                st.sent, st.tasks, st.at = len(piece), tasks, self._clock()
-                self._opened(st.message_id, not done)
-                self.stats.streams += 1
-                return True
-            except asyncio.CancelledError:
-                raise
-            except StreamRefused as exc:
-                self._refused(exc)
-                return False
-            except TransientSurfaceError as exc:
-                delay = exc.retry_after if exc.retry_after is not None else min(self._backoff_max_s, 2.0 ** attempt)
-                bucket.block_for(delay)
-                attempt += 1
-                if self._clock() - started + delay <= self._give_up_s:
-                    self.stats.retries += 1
-                    await self._sleeper(delay)
-                    continue
-                error: BaseException = exc
-            except Exception as exc:  # PermanentSurfaceError (the message went away), or a surface bug
-                error = exc
-            log.warning("outbox %s: streaming %s given up (%r); its words follow as a message", self.thread, key,
-                        error)
-            self._give_up(key)
-            return False
-
-    def _give_up(self, key: str) -> None:
-        st = self._streams.pop(key, None)
-        if st is not None and st.message_id is not None:
-            self._opened(st.message_id, False)  # not ours to close any more (it failed): never retried
-        self._shown_live.put(key, False)
-        self._pending = [m for m in self._pending if not (m.kind == "live" and m.key == key)]
-
-    def _refused(self, exc: BaseException) -> None:
-        """The platform will not stream here: this thread shows words as complete messages from now on."""
-        self._streaming = False
-        if self.surface.name not in _REFUSALS_LOGGED:
-            _REFUSALS_LOGGED.add(self.surface.name)
-            log.warning("%s refused to stream a message (%s): its threads show the agent's words once each "
-                        "message is complete", self.surface.name, exc)
-        for key in list(self._streams):
-            self._give_up(key)
-        for m in self._pending:
-            if m.kind == "live":
-                self._shown_live.put(m.key, False)
-        self._pending = [m for m in self._pending if m.kind != "live"]
-
-    # ---- streams left open by an earlier process ----
-    def _left_open(self) -> list[str]:
-        if self._store is None:
-            return []
-        try:
-            ids = (self._store.get_message(self.thread, OPEN_STREAMS) or "").split()
-            # Another outbox of this process may be streaming in the thread right now: those are not orphans.
-            here = _OPEN_HERE.get(self._store, set())
-            return [i for i in ids if (str(self.thread), i) not in here]
-        except Exception as exc:
-            log.warning("outbox store lookup failed for %s %s: %r", self.thread, OPEN_STREAMS, exc)
-            return []
-
-    def _opened(self, message_id: str, still: bool) -> None:
-        """Keep the thread's open streams in the store (before the next call: a kill leaves them known)."""
-        before = set(self._open_ids)
-        (self._open_ids.add if still else self._open_ids.discard)(message_id)
-        if self._store is not None and self._open_ids != before:
-            try:
-                mine = _OPEN_HERE.setdefault(self._store, set())
-                (mine.add if still else mine.discard)((str(self.thread), message_id))
-                here = {i for t, i in mine if t == str(self.thread)}  # the thread's other outboxes' too
-                self._store.save_message(self.thread, OPEN_STREAMS, " ".join(sorted(self._open_ids | here)) or "-")
-            except Exception as exc:
-                log.warning("outbox store save failed for %s %s: %r", self.thread, OPEN_STREAMS, exc)
-
-    async def _close_orphan(self, message_id: str) -> None:
-        """Close a message an earlier process was streaming: its words stay, a short note ends it."""
-        if message_id == "-":
-            return
-        self._open_ids.add(message_id)
-        live = LiveText(f"{OPEN_STREAMS}:{message_id}", "", "", done=True, note=CUT_NOTE, earlier=True)
-        started, attempt = self._clock(), 0
-        while True:
-            try:
-                await as_platform(self.surface).stream(self.thread, message_id, live)
-                self.stats.streams += 1
-                break
-            except asyncio.CancelledError:
-                raise
-            except TransientSurfaceError as exc:
-                delay = exc.retry_after if exc.retry_after is not None else min(self._backoff_max_s, 2.0 ** attempt)
-                attempt += 1
-                if self._clock() - started + delay <= self._give_up_s:
-                    await self._sleeper(delay)
-                    continue
-                log.warning("outbox %s: could not close stream %s left by a restart: %r", self.thread, message_id, exc)
-                break
-            except Exception as exc:  # gone, or never closable (the platform forgot it): nothing left open
-                log.info("outbox %s: stream %s left by a restart not closed: %r", self.thread, message_id, exc)
-                break
-        self._opened(message_id, False)
-
-    def _remember(self, key: str, ids: list[str]) -> None:
-        self._ids.put(key, ids)
-        self._absent.discard(key)
-        if self._store is not None:
-            try:
-                for k, mid in enumerate(ids):
-                    self._store.save_message(self.thread, key if k == 0 else f"{key}#{k + 1}", mid)
-            except Exception as exc:
-                log.warning("outbox store save failed for %s %s: %r", self.thread, key, exc)
 
     async def _call(self, part: OutMessage, message_id: str | None) -> str | None:
         """One post or update, paced and retried; the message id, or None when given up."""
@@ -580,12 +372,3 @@ class Outbox:
             except Exception:
                 log.exception("outbox on_error callback failed")
 
-
-def _cut_at(text: str, limit: int) -> int:
-    """Where to end a full streamed message: after the last line break or space in its second half."""
-    head = text[:limit]
-    for sep in ("\n", " "):
-        at = head.rfind(sep)
-        if at >= limit // 2:
-            return at + 1
-    return limit

@@ -189,9 +189,9 @@ class _Refusing(MemorySurface):
 
 async def test_a_refusal_turns_streaming_off_for_the_thread_and_is_logged_once(
         caplog: pytest.LogCaptureFixture) -> None:
-    from adapters import outbox
+    from adapters import outbox_streams
 
-    outbox._REFUSALS_LOGGED.discard("refusing")
+    outbox_streams._REFUSALS_LOGGED.discard("refusing")
     surface = _Refusing(name="refusing")
     with caplog.at_level(logging.WARNING, logger="adapters.outbox"):
         for n in range(3):
@@ -288,7 +288,7 @@ def test_the_event_log_keeps_seqs_and_shows_words_being_written_only_apart() -> 
 
 
 async def test_an_outbox_closes_only_the_streams_an_earlier_process_left_open() -> None:
-    from adapters.outbox import CUT_NOTE, OPEN_STREAMS
+    from adapters.outbox_streams import CUT_NOTE, OPEN_STREAMS
     from adapters.state import MemoryStateStore
 
     surface, store = MemorySurface(), MemoryStateStore()

@@ -77,7 +77,7 @@ async def test_a_thread_that_does_not_stream_gets_the_prose_of_today(
 
 async def test_a_stream_cut_by_a_kill_is_closed_when_the_run_comes_back(
         double_factory: Any, cli_home: Path, tmp_path: Path) -> None:
-    from adapters.outbox import CUT_NOTE
+    from adapters.outbox_streams import CUT_NOTE
     from adapters.state import SQLiteStateStore
     from tests.support.hub_support import kill_cli_children, one_step_flow
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapters import outbox
+from adapters import outbox_streams
 from adapters.platform import LiveText, PermanentSurfaceError, StreamRefused, ThreadRef
 from adapters.slack import SlackFrontend
 from tests.conftest import scenario_of
@@ -55,7 +55,7 @@ async def test_a_reply_streams_into_the_thread_and_ends_as_the_complete_text(
 
 async def test_where_slack_refuses_to_stream_the_thread_gets_todays_messages_and_one_log_line(
         double_factory: Any, cli_home: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    outbox._REFUSALS_LOGGED.discard("slack")
+    outbox_streams._REFUSALS_LOGGED.discard("slack")
     md = await double_factory(scenario())
     with caplog.at_level(logging.WARNING, logger="adapters.outbox"):
         async with SlackDouble(streams=False) as double, \
