@@ -78,6 +78,8 @@ class Scheduler:
         self.lock = asyncio.Lock()
         self._poke = asyncio.Event()
         self._waiting: set[tuple[str, float]] = set()  # occurrences already said to be waiting
+        # routine -> (the live run its skips were told to, how many): one line in that thread, edited in place
+        self._skips: dict[str, tuple[str, int]] = {}
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()  # set by Hub.recover: nothing fires before the old runs are back
         # A test seam for crash tests of a real process: seconds to stand still at a moment of a firing
@@ -210,8 +212,7 @@ class Scheduler:
                 return "pending"
             note = f"run {previous} is still going"
             self.store.update_occurrence(o.routine_id, o.due, state="skipped", note=note)
-            self._tell(previous, f"⏰ {routine.name}, {self._when(routine, o.due)}: skipped, this run is still going "
-                                 "(overlap = skip).")
+            self._tell_skip(routine, previous, self._when(routine, o.due))
             return self._settled(routine, o, "skipped", note)
         full = self.room()
         if full is not None:
@@ -278,10 +279,21 @@ class Scheduler:
                  o.kind if o is not None else "missed", f" ({note})" if note else "")
         return outcome
 
-    def _tell(self, run_id: str, text: str) -> None:
+    def _tell(self, run_id: str, text: str, *, key: str = "") -> None:
         live = self.registry.live.get(run_id)
         if live is not None:
-            live.pipe.put(live.view.notice(text))
+            live.pipe.put(live.view.notice(text, key=key))
+
+    def _tell_skip(self, routine: Routine, run_id: str, when: str) -> None:
+        """The first skip while a run goes on is said as it is; later ones edit that line with their count, so an
+        hourly routine beside a day-long run leaves one line, not twenty-four."""
+        told, count = self._skips.get(routine.routine_id, ("", 0))
+        count = count + 1 if told == run_id else 1
+        self._skips[routine.routine_id] = (run_id, count)
+        text = (f"⏰ {routine.name}, {when}: skipped, this run is still going (overlap = skip)." if count == 1 else
+                f"⏰ {routine.name}: skipped {count} times while this run goes on, the last at {when} "
+                "(overlap = skip).")
+        self._tell(run_id, text, key=f"routine-skip-{routine.routine_id}")
 
     @staticmethod
     def _when(routine: Routine, t: float) -> str:

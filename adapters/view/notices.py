@@ -81,8 +81,8 @@ def interrupt(key: str, by: str, text: str, who: fmt.Who = fmt.plain_who) -> Out
                       replace=False)
 
 
-def line(key: str, text: str) -> OutMessage:
-    return OutMessage(key, "notice", text, replace=False)
+def line(key: str, text: str, *, replace: bool = False) -> OutMessage:
+    return OutMessage(key, "notice", text, replace=replace)
 
 
 def oracle(key: str, question: str, answer: str | None, by: str, who: fmt.Who = fmt.plain_who) -> OutMessage:

@@ -278,10 +278,11 @@ class RunView:
             self.status_card.effort = effort
         return [self.status_now()]
 
-    def notice(self, text: str) -> list[OutMessage]:
+    def notice(self, text: str, *, key: str = "") -> list[OutMessage]:
+        """A line in the thread; with `key`, one line that a later notice of the same key edits in place."""
         out: list[OutMessage] = []
         self._flush_prose(out)
-        out.append(notices.line(self._key("note"), text))
+        out.append(notices.line(key, text, replace=True) if key else notices.line(self._key("note"), text))
         return out
 
     def finish(self, outcome: RunOutcome) -> list[OutMessage]:

@@ -194,6 +194,11 @@ async def test_a_long_run_is_still_the_one_going_after_many_skips(rig: Rig) -> N
         await rig.at(first + hour * 3600)
     assert rig.runs() == [run_id]
     assert [o.state for o in rig.store.occurrences_of(rid, 100)].count("skipped") == 29
+    thread = rig.store.get_run(run_id).thread  # type: ignore[union-attr]
+    told = await rig.said(thread, "skipped 29 times")  # one line, edited: not 29 of them
+    assert [t for t in (m.text for m in rig.surface.thread(thread)) if "skipped" in t] == told
+    assert told == ["⏰ triage the new issues: skipped 29 times while this run goes on, the last at 04:00 "
+                    "(overlap = skip)."]
 
 
 async def test_overlap_queue_waits_for_the_run_to_end(rig: Rig) -> None:
