@@ -13,8 +13,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from adapters.platform import ThreadRef
 
-__all__ = ["DEFAULT_DEDUPE_TTL_S", "LIVE_STATUSES", "AskMessage", "ChannelPolicy", "Mirror", "Occurrence", "Receipt",
-           "Routine", "RunRecord", "RunStatus", "StateStore", "StoredEvents"]
+__all__ = ["DEFAULT_DEDUPE_TTL_S", "KEEP_OCCURRENCES", "LIVE_STATUSES", "AskMessage", "ChannelPolicy", "Mirror",
+           "Occurrence", "Receipt", "Routine", "RunRecord", "RunStatus", "StateStore", "StoredEvents"]
 
 # Slack redelivers events for ~5 minutes; keep dedupe keys for longer than that.
 DEFAULT_DEDUPE_TTL_S = 900.0
@@ -134,6 +134,11 @@ class Routine:
     created_at: float = 0.0
     source: str = ""
     said: str = ""  # the schedule as the person wrote it
+
+
+# How many occurrences of one routine a store keeps (newest first); older ones go when a new one is recorded.
+# A pending one is never dropped, nor the routine's two newest started ones (the overlap rule reads them).
+KEEP_OCCURRENCES = 200
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from adapters.platform import ThreadRef
 from adapters.state.base import (
     DEFAULT_DEDUPE_TTL_S,
+    KEEP_OCCURRENCES,
     AskMessage,
     ChannelPolicy,
     Mirror,
@@ -194,7 +195,16 @@ class MemoryStateStore:
             routine = self._routines.get(occurrence.routine_id)
             if routine is not None:
                 self._routines[routine.routine_id] = dataclasses.replace(routine, next_at=next_at)
+            self._prune_occurrences(occurrence.routine_id)
             return True
+
+    def _prune_occurrences(self, routine_id: str) -> None:
+        """The history stays bounded (base.KEEP_OCCURRENCES says what is never dropped); under the lock."""
+        mine = [k for k, o in reversed(self._occurrences.items()) if o.routine_id == routine_id]  # newest first
+        started = [k for k in mine if self._occurrences[k].state == "started"][:2]
+        for key in mine[KEEP_OCCURRENCES:]:
+            if self._occurrences[key].state != "pending" and key not in started:
+                del self._occurrences[key]
 
     def update_occurrence(self, routine_id: str, due: float, *, state: str | None = None,
                           thread: ThreadRef | None = None, note: str | None = None) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from adapters.platform import ThreadRef
 from adapters.state.base import (
     DEFAULT_DEDUPE_TTL_S,
+    KEEP_OCCURRENCES,
     AskMessage,
     ChannelPolicy,
     Mirror,
@@ -351,6 +352,12 @@ class SQLiteStateStore:
                     data = json.loads(row[0])
                     data["next_at"] = next_at
                     self._db.execute("UPDATE routines SET data=? WHERE routine_id=?", (json.dumps(data), o.routine_id))
+                if n:  # the history stays bounded (base.KEEP_OCCURRENCES says what is never dropped)
+                    self._db.execute(
+                        "DELETE FROM occurrences WHERE routine_id=? AND state != 'pending'"
+                        " AND seq NOT IN (SELECT seq FROM occurrences WHERE routine_id=? ORDER BY seq DESC LIMIT ?)"
+                        " AND seq NOT IN (SELECT seq FROM occurrences WHERE routine_id=? AND state='started'"
+                        " ORDER BY seq DESC LIMIT 2)", (o.routine_id, o.routine_id, KEEP_OCCURRENCES, o.routine_id))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")

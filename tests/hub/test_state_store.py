@@ -20,6 +20,7 @@ from adapters.state import (
     SQLiteStateStore,
     StateStore,
 )
+from adapters.state.base import KEEP_OCCURRENCES
 
 T1 = ThreadRef("slack", "C1", "1700000000.000100")
 T2 = ThreadRef("discord", "42", "99")
@@ -254,3 +255,19 @@ def test_a_run_keeps_its_origin(make: Callable[[Clock], StateStore]) -> None:
     s.save_run(RunRecord("r1", T1, "U1", "triage", origin="⏰ Daily, 09:00"))
     run = s.get_run("r1")
     assert run is not None and run.origin == "⏰ Daily, 09:00"
+
+
+def test_a_routines_history_stays_bounded_but_keeps_what_the_overlap_rule_reads(
+        make: Callable[[Clock], StateStore]) -> None:
+    s = make(Clock())
+    s.save_routine(Routine("rt1", "Hourly", "triage", "0 * * * *", "UTC", ThreadRef("slack", "C1"), "U1"))
+    s.record_occurrence(Occurrence("rt1", 0.0, "r0", state="started"), None)
+    s.record_occurrence(Occurrence("rt1", 1.0, "r1", state="started"), None)
+    s.record_occurrence(Occurrence("rt1", 2.0, "r2", state="pending"), None)
+    for due in range(3, 3 + KEEP_OCCURRENCES + 50):  # a day-long run beside an hourly routine, and then some
+        s.record_occurrence(Occurrence("rt1", float(due), f"s{due}", state="skipped"), None)
+    kept = s.occurrences_of("rt1", 10_000)
+    assert len(kept) == KEEP_OCCURRENCES + 3  # the newest, plus what is never dropped
+    assert [o.run_id for o in s.occurrences_of("rt1", 10, state="started")] == ["r1", "r0"]
+    assert [o.run_id for o in s.pending_occurrences()] == ["r2"]
+    assert kept[0].run_id == f"s{2 + KEEP_OCCURRENCES + 50}" and not any(o.run_id == "s3" for o in kept)
