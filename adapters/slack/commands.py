@@ -19,12 +19,13 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement, SectionBlock
 
-from adapters.hub import THREAD_HELP, AddRoutine, Interrupt, RoutineInfo, Wake
+from adapters.hub import THREAD_HELP, AddRoutine, Interrupt, Wake
 from adapters.ids import encode
 from adapters.platform import SLACK
 from adapters.slack.context import PLATFORM, SlackContext, usage
 from adapters.slack.inbound import PayloadError, parse_flower, text_field
 from adapters.slack.render import INTERRUPT_WARNING
+from adapters.slack.routines_list import routines_list
 from adapters.slack.text import mrkdwn_escape, plain
 from adapters.state import RunRecord
 from adapters.view import fmt as _fmt
@@ -103,7 +104,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             if not ctx.surface.told_recently(user, result.message):
                 await _reply(respond, ctx, channel, user, result.message)
         elif cmd.kind == "routines":
-            text, blocks = _routines(ctx, channel)
+            text, blocks = routines_list(ctx, channel)
             await ack(text=text, blocks=blocks)
         elif cmd.kind == "routine":
             await ack()
@@ -221,35 +222,3 @@ def _stop_list(head: str, runs: list[RunRecord], message: str, ctx: SlackContext
         ButtonElement(text=plain(f"Stop {r.run_id}: {r.task}", 75), action_id=encode("stop", r.run_id),
                       value=message[:SLACK.button_value_max] or None, style="danger") for r in runs]))
     return blocks
-
-
-ROUTINES_SHOWN = 20  # two blocks each, under Slack's 50
-
-
-def _routines(ctx: SlackContext, channel: str) -> tuple[str, list[Any]]:
-    """This channel's routines, one section each with its buttons (ids: the codec's rt* verbs)."""
-    found = ctx.hub.query.routines(platform=PLATFORM, channel=channel)
-    if not found:
-        text = ("No routines in this channel. `/flower every weekday at 9:00 <task>` makes one "
-                "(`/flower help` shows the schedules).")
-        return text, [SectionBlock(text=mrkdwn_escape(text))]
-    blocks: list[Any] = []
-    for info in found[:ROUTINES_SHOWN]:
-        r = info.routine
-        blocks.append(SectionBlock(text=_routine_line(ctx, info)))
-        toggle = ButtonElement(text=plain("Resume" if r.paused else "Pause", 75),
-                               action_id=encode("rtr" if r.paused else "rtp", r.routine_id))
-        blocks.append(ActionsBlock(elements=[
-            toggle, ButtonElement(text=plain("Run now", 75), action_id=encode("rtn", r.routine_id), style="primary"),
-            ButtonElement(text=plain("Delete", 75), action_id=encode("rtd", r.routine_id), style="danger")]))
-    more = len(found) - ROUTINES_SHOWN
-    text = f"{len(found)} routine(s) in this channel" + (f" ({more} more not shown)" if more > 0 else "")
-    return text, blocks
-
-
-def _routine_line(ctx: SlackContext, info: RoutineInfo) -> str:
-    r = info.routine
-    state = "paused" if r.paused else f"next {info.next}" if info.next else "nothing left to fire"
-    last = f" · last run `{info.last[0].run_id}` ({info.last[0].state})" if info.last else ""
-    return (f"⏰ *{mrkdwn_escape(r.name)}* `{r.routine_id}` — {mrkdwn_escape(info.said)} — {state}{last}\n"
-            f"{mrkdwn_escape(_fmt.one_line(r.task, 200))} (by {mrkdwn_escape(ctx.hub.query.display(r.owner))})")

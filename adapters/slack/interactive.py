@@ -43,6 +43,7 @@ from adapters.slack.modals import (
     read_submission,
     stop_view,
 )
+from adapters.slack.routines_list import routines_list
 from adapters.view.plan_card import PLAN_REVIEW
 
 __all__ = ["SHORTCUT_CALLBACK", "UNFOLLOW_CALLBACK", "register"]
@@ -73,6 +74,12 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await _open(ctx, a, _form_view(ctx, a, result, thread_ts))
             return
         await ctx.show(result, a.channel, a.user, thread_ts)
+        if result.ok and a.ephemeral and result.routine_id:  # a routine's button: the list it was on, afresh
+            text, blocks = routines_list(ctx, a.channel)
+            try:
+                await respond(replace_original=True, text=text, blocks=[b.to_dict() for b in blocks])
+            except Exception as exc:  # an expired response_url: the person's next /flower routines is fresh
+                log.info("routines list not refreshed: %r", exc)
 
     async def on_input(ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:
         try:

@@ -59,6 +59,10 @@ async def test_a_routine_made_in_slack_fires_into_its_own_thread_of_the_channel(
         await double.click(None, "Pause", user="UALICE", channel=C1, buttons=buttons)
         await double.wait_for(lambda d: any("paused" in t for t in d.ephemerals_for("UALICE")))
         assert bot.hub.query.routines()[0].routine.paused
+        # the list it was pressed on is replaced by a fresh one: Pause became Resume there
+        fresh = await double.wait_for(lambda d: next((r for r in d.responses if r.get("replace_original")), None))
+        assert "Resume" in str(fresh["blocks"]) and "Pause" not in str(fresh["blocks"])
+        assert "paused" in fresh["blocks"][0]["text"]["text"]
         again = await double.slash("/flower", "routines", user="UALICE", channel=C1)
         assert again is not None
         buttons = [e for b in again["blocks"] if b.get("type") == "actions" for e in b["elements"]]
