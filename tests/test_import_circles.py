@@ -22,10 +22,6 @@ KNOWN: dict[str, list[list[str]]] = {
     "flower_core": [
         # events.normalize is a lazy re-export of sdk_events.normalize (tests and the original import it there).
         ["flower_core.events", "flower_core.sdk_events"],
-        # parking.py and park_calls.py import park_approval through the package (`from flower_core.runtime
-        # import park_approval`), whose __init__ imports runtime.py, which imports parking.py.
-        ["flower_core.runtime", "flower_core.runtime.park_calls", "flower_core.runtime.parking",
-         "flower_core.runtime.runtime"],
     ],
 }
 

@@ -1,4 +1,4 @@
-"""What is in flight in one attempt, and which waiting ask its one call is waiting on (for parking.py).
+"""What is in flight in one attempt, and which waiting ask its one call is waiting on (for parking.py and park_live.py).
 
 A run may park only while the main thread's one call waits on a person: a question (the channel's
 ``mcp__human__ask``), a tool call whose approval is waiting (park_approval.py) or a plan (park_plan.py).
@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+# Imported as modules, not through the package: flower_core.runtime's __init__ names runtime.py, which
+# imports parking.py, which imports this module (an import circle, tests/test_import_circles.py).
+import flower_core.runtime.park_approval as park_approval
+import flower_core.runtime.park_plan as park_plan
 from flower_core.events import Event
 from flower_core.payloads import TaskPayload, ToolCallPayload, ToolResultPayload
-from flower_core.runtime import park_approval, park_plan
 
 _DONE_TASKS = frozenset({"completed", "failed", "killed", "stopped", "cancelled"})
 
