@@ -128,10 +128,8 @@ class RoutineCommands(app_commands.Group):
 
 def _line(ctx: DiscordContext, info: RoutineInfo) -> str:
     r = info.routine
-    state = "paused" if r.paused else f"next {info.next}" if info.next else "nothing left to fire"
-    last = f" · last run `{info.last[0].run_id}` ({info.last[0].state})" if info.last else ""
-    return (f"⏰ **{r.name}** `{r.routine_id}` — {info.said} — {state}{last} — {fmt.one_line(r.task, 80)} "
-            f"(by {ctx.hub.query.display(r.owner)})")
+    return (f"⏰ **{r.name}** `{r.routine_id}` — {info.said} — {info.state}{info.last_run} — "
+            f"{fmt.one_line(r.task, 80)} (by {ctx.hub.query.display(r.owner)})")
 
 
 async def open_thread(client: discord.Client, channel: str, card: OutMessage) -> ThreadRef:

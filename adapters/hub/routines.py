@@ -45,6 +45,16 @@ class RoutineInfo:
     said: str
     last: tuple[Occurrence, ...] = ()
 
+    @property
+    def state(self) -> str:
+        """Where it stands, in the words every list shows: "paused", "next <when>" or "nothing left to fire"."""
+        return "paused" if self.routine.paused else f"next {self.next}" if self.next else "nothing left to fire"
+
+    @property
+    def last_run(self) -> str:
+        """The latest occurrence as a list's line ends with (markdown code for its run id), "" when none yet."""
+        return f" · last run `{self.last[0].run_id}` ({self.last[0].state})" if self.last else ""
+
 
 def iso(routine: Routine, t: float | None) -> str | None:
     """A firing time as ISO 8601 with its offset, in the routine's zone (None: no firing left)."""

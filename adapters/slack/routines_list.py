@@ -47,7 +47,6 @@ def routines_list(ctx: SlackContext, channel: str) -> tuple[str, list[Any]]:
 
 def routine_line(ctx: SlackContext, info: RoutineInfo) -> str:
     r = info.routine
-    state = "paused" if r.paused else f"next {info.next}" if info.next else "nothing left to fire"
-    last = f" · last run `{info.last[0].run_id}` ({info.last[0].state})" if info.last else ""
-    return (f"⏰ *{mrkdwn_escape(r.name)}* `{r.routine_id}` — {mrkdwn_escape(info.said)} — {state}{last}\n"
+    said = mrkdwn_escape(info.said)
+    return (f"⏰ *{mrkdwn_escape(r.name)}* `{r.routine_id}` — {said} — {info.state}{info.last_run}\n"
             f"{mrkdwn_escape(_fmt.one_line(r.task, 200))} (by {mrkdwn_escape(ctx.hub.query.display(r.owner))})")
