@@ -19,8 +19,8 @@ built                   shape
                         refusal: 413 too large, 400 a bad file, 409 the hub's own
 `activity_json`         a run's tool calls, one line each, for the page's activity strip
 `routine_json`          a routine: {"id", "name", "task", "schedule", "spec", "timezone", "place", "owner",
-                        "overlap", "catch_up", "paused", "next", "source", "last": [{"due", "run_id", "kind",
-                        "state", "note"}]} ("next": ISO 8601 with offset, null when none)
+                        "overlap", "catch_up", "paused", "next", "state", "source", "last": [{"due", "run_id", "kind",
+                        "state", "note"}]} ("next": ISO 8601 with offset, null when none; "state": the lists' words)
 ======================  ====================================================================================
 
 Each answer builder returns (body, HTTP status); the route handlers (api.py, files.py) make the response.
@@ -96,7 +96,8 @@ def routine_json(info: RoutineInfo) -> dict[str, Any]:
     zone = ZoneInfo(r.timezone)
     return {"id": r.routine_id, "name": r.name, "task": r.task, "schedule": info.said, "spec": r.schedule,
             "timezone": r.timezone, "place": f"{r.place.platform}:{r.place.channel}", "owner": r.owner,
-            "overlap": r.overlap, "catch_up": r.catch_up, "paused": r.paused, "next": info.next, "source": r.source,
+            "overlap": r.overlap, "catch_up": r.catch_up, "paused": r.paused, "next": info.next, "state": info.state,
+            "source": r.source,
             "last": [{"due": datetime.fromtimestamp(o.due, zone).isoformat(timespec="seconds"), "run_id": o.run_id,
                       "kind": o.kind, "state": o.state, "note": o.note} for o in info.last]}
 

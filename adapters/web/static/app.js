@@ -718,7 +718,7 @@ function renderRoutines(list) {
     const li = el("li", "routine" + (r.paused ? " paused" : ""));
     li.dataset.id = r.id;
     li.append(el("div", "routine-name", `⏰ ${r.name}`), el("div", "routine-when", r.schedule),
-              el("div", "routine-next", r.paused ? "paused" : (r.next ? `next ${r.next}` : "nothing left to fire")));
+              el("div", "routine-next", r.state));
     const last = r.last && r.last[0];
     if (last) {
       const a = el("a", "routine-last", `last run ${last.run_id} (${last.state})`);
