@@ -56,6 +56,7 @@ async def test_the_routines_panel_adds_fires_pauses_resumes_and_deletes(browser:
         await page.click("#routines button[data-verb=pause]")
         await page.until("document.querySelector('#routines li.routine.paused button[data-verb=resume]')")
         assert hub.query.routines()[0].routine.paused
+        assert await page.js("document.querySelector('#routines .routine-next').textContent") == "paused"
         await page.click("#routines button[data-verb=resume]")
         await page.until("document.querySelector('#routines li.routine:not(.paused) button[data-verb=pause]')")
         await page.click("#routines button[data-verb=delete]")
