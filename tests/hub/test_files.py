@@ -17,6 +17,7 @@ from adapters.memory_surface import MemorySurface
 from adapters.state import MemoryStateStore
 from tests.conftest import scenario_of
 from tests.support.drive import drive
+from tests.support.files_support import every_file, found_anywhere
 from tests.support.hub_support import INBOX, THREAD, Watch, ask_call, button, make_hub
 
 
@@ -34,9 +35,6 @@ def workspace(hub: Hub, run_id: str) -> Path:
     assert record is not None
     return Path(record.workspace)
 
-
-def every_file(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()} if root.exists() else set()
 
 
 async def test_attached_files_reach_the_workspace_and_the_models_inbox_read(double_factory: Any, cli_home: Path,
@@ -122,7 +120,7 @@ async def test_refusals_save_nothing_and_say_why(double_factory: Any, cli_home: 
         assert not got.ok and words in got.message and not got.files
         assert got.problem == ("too_large" if "limit" in words or "pass" in words else "bad_file")
         assert surface.notices_for("carol") == [got.message]
-        assert every_file(ws) == before and not list(tmp_path.rglob("outside.txt"))  # nothing written
+        assert every_file(ws) == before and not found_anywhere(tmp_path, "outside.txt")  # nothing written
         assert not surface.find("mail:")
     finally:
         await hub.close()

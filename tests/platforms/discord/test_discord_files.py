@@ -15,15 +15,13 @@ from adapters.state import MemoryStateStore, RunRecord
 from tests.conftest import scenario_of
 from tests.support.discord_double import DiscordDouble
 from tests.support.discord_support import discord_double, open_card, option_flow, start_bot, stop_bot
+from tests.support.files_support import every_file, found_anywhere
 from tests.support.hub_support import INBOX, ask_call
 
 __all__ = ["discord_double"]
 
 REPORT = "\n".join(f"line {i:04d} of a long report" for i in range(500))  # ~13,000 chars: 7 messages
 
-
-def every_file(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
 
 
 def told(d: DiscordDouble, words: str) -> bool:
@@ -66,7 +64,7 @@ async def test_attachments_reach_the_workspace_and_bad_ones_save_nothing(double_
         for files, words in bad:
             await d.say(ana, thread, "", attachments=files)
             await d.until(lambda _, words=words: told(d, words))
-        assert every_file(workspace) == before and not list(tmp_path.rglob("escape.txt"))
+        assert every_file(workspace) == before and not found_anywhere(tmp_path, "escape.txt")
         assert not any("huge.bin" in p for p in d.fetched)  # refused from its announced size, never fetched
 
         rows = b"id,value\n" + b"1,2\n" * 200

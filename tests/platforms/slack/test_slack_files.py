@@ -9,13 +9,10 @@ from typing import Any
 from adapters.hub import UploadLimits
 from adapters.slack.files import SharedFile, SlackFiles
 from tests.conftest import scenario_of
+from tests.support.files_support import every_file, found_anywhere
 from tests.support.hub_support import INBOX, ask_call
 from tests.support.slack_double import BOT_TOKEN, BOT_USER, SlackDouble
 from tests.support.slack_support import C1, card, root_of, slack_bot
-
-
-def every_file(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
 
 
 async def test_a_shared_file_reaches_the_workspace_and_the_models_inbox_and_bad_ones_save_nothing(
@@ -50,7 +47,7 @@ async def test_a_shared_file_reaches_the_workspace_and_the_models_inbox_and_bad_
             await double.say(C1, "here", user="UANA", thread_ts=root, files=files)
             told = await double.wait_for(lambda d, n=n: len(d.ephemerals_for("UANA")) >= n and d.ephemerals_for("UANA"))
             assert words in told[n - 1], (words, told)
-        assert every_file(workspace) == before and not list(tmp_path.rglob("escape.txt"))
+        assert every_file(workspace) == before and not found_anywhere(tmp_path, "escape.txt")
         # The token went to the double's own download links only; none was sent for the announced-too-big file.
         assert all(auth == f"Bearer {BOT_TOKEN}" for _, auth in double.downloads)
         assert not any("huge.bin" in path for path, _ in double.downloads)

@@ -17,11 +17,8 @@ from adapters.hub import UploadLimits, default_factory
 from adapters.state import MemoryStateStore
 from adapters.web import WebFrontend, make_app
 from tests.conftest import scenario_of
+from tests.support.files_support import every_file, found_anywhere
 from tests.support.hub_support import INBOX, ask_call, make_hub
-
-
-def files_of(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
 
 
 def raw_named(name: str, body: bytes) -> aiohttp.MultipartWriter:
@@ -61,7 +58,7 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
         (tmp_path / "secret.txt").write_text("not yours")
         await asyncio.wait_for(_until_asked(client, run), 60)
 
-        before = files_of(ws)
+        before = every_file(ws)
         refusals = [
             (await client.post(f"/api/runs/{run}/files", data=form(("big.bin", b"x" * 450_000, "application/x")))),
             (await client.post(f"/api/runs/{run}/files", data=form(("a.bin", b"x" * 390_000, "application/x"),
@@ -78,7 +75,7 @@ async def test_upload_list_download_and_every_refusal(double_factory: Any, cli_h
             assert body["ok"] is False and body["error"], body
         assert "empty" in (await refusals[2].json())["error"]
         assert "outside the inbox" in (await refusals[3].json())["error"]
-        assert files_of(ws) == before and not list(tmp_path.rglob("x.txt"))  # nothing saved by any refusal
+        assert every_file(ws) == before and not found_anywhere(tmp_path, "x.txt")  # nothing saved by any refusal
 
         bulky = b"y" * 300_000  # over the API's 256 KB JSON body limit: uploads are read part by part
         up = await client.post(f"/api/runs/{run}/files", data=form(("notes.md", b"# my notes\n", "text/markdown"),
@@ -142,8 +139,8 @@ async def test_a_demo_run_reports_the_agents_files_not_the_frameworks(double_fac
         record = hub.query.run(run)
         assert record is not None
         ws = Path(record.workspace)
-        desk = {p for p in files_of(ws) if p.startswith(".flower/")}
-        assert len(desk) >= 3, files_of(ws)  # the run did write its bookkeeping into the workspace
+        desk = {p for p in every_file(ws) if p.startswith(".flower/")}
+        assert len(desk) >= 3, every_file(ws)  # the run did write its bookkeeping into the workspace
 
         summary = next(m for m in front.surface.changes(record.thread) if m["kind"] == "summary")
         assert "📦 1 file changed: notes.md" in summary["text"], summary["text"]
