@@ -125,12 +125,33 @@ class Page:
         return await self.js(script, timeout=timeout + 5)
 
     async def click(self, selector: str) -> None:
-        """A real mouse click at the element's centre (after scrolling it into view)."""
-        box = await self.js(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
-            e.scrollIntoView({{block: "center"}}); const r = e.getBoundingClientRect();
-            return {{x: r.x + r.width / 2, y: r.y + r.height / 2}}; }})()""")
-        for kind in ("mousePressed", "mouseReleased"):
-            await self.send("Input.dispatchMouseEvent", type=kind, x=box["x"], y=box["y"], button="left", clickCount=1)
+        """A real mouse click at the element's centre (after scrolling it into view), exactly once.
+
+        The page re-renders as events arrive (the status card, a card edited in place), so a button can move
+        or be replaced between measuring it and pressing: a guard on the window's capture phase lets the click
+        through only if it lands on the element, swallows it otherwise, and the click is tried again."""
+        sel = json.dumps(selector)
+        for _ in range(10):
+            box = await self.js(f"""(() => {{ const e = document.querySelector({sel});
+                e.scrollIntoView({{block: "center"}}); const r = e.getBoundingClientRect();
+                window.__click = "none";
+                const guard = (ev) => {{
+                    window.removeEventListener("click", guard, true);
+                    const now = document.querySelector({sel});
+                    if (now && now.contains(ev.target)) {{ window.__click = "hit"; return; }}
+                    ev.preventDefault(); ev.stopImmediatePropagation(); window.__click = "missed";
+                }};
+                window.__clickGuard = guard;
+                window.addEventListener("click", guard, true);
+                return {{x: r.x + r.width / 2, y: r.y + r.height / 2, disabled: Boolean(e.disabled)}}; }})()""")
+            for kind in ("mousePressed", "mouseReleased"):
+                await self.send("Input.dispatchMouseEvent", type=kind, x=box["x"], y=box["y"], button="left",
+                                clickCount=1)
+            landed = await self.js("(() => { window.removeEventListener('click', window.__clickGuard, true);"
+                                   " return window.__click; })()")
+            if landed == "hit" or box["disabled"]:
+                return
+        raise AssertionError(f"the click on {selector} never landed on it (the page kept moving it)")
 
     async def type(self, selector: str, text: str) -> None:
         await self.click(selector)

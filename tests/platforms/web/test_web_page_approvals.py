@@ -3,6 +3,7 @@ before its Bash call, and the card's Allow once runs the command once (the real 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ async def test_ask_before_shell_commands_makes_the_bash_call_wait_for_a_click(
         record = hub.store.get_run(run)
         assert record is not None and not (Path(record.workspace) / "effect.txt").exists()
         await page.click("li.msg.ask[data-state=open] button[data-verb=ans]")  # the first: Allow once
-        live = await hub.query.wait(run)
+        live = await asyncio.wait_for(hub.query.wait(run), 60)
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         assert (Path(record.workspace) / "effect.txt").read_text() == "ran\n"
         await page.until("(() => { const c = [...document.querySelectorAll('li.msg.ask')].pop();"
