@@ -42,7 +42,7 @@ SYNTHETIC_MODEL = "<synthetic>"
 TOOL_SUMMARY_MAX = 200
 TOOL_RESULT_MAX = 500
 _SUMMARY_KEYS = ("file_path", "command", "pattern")
-_FALLBACK_SUMMARY_KEYS = ("description", "prompt", "query", "url")
+_FALLBACK_SUMMARY_KEYS = ("description", "prompt", "query", "url", "plan")
 _TASK_FIELDS = ("task_id", "status", "description", "tool_use_id", "summary", "task_type", "last_tool_name", "usage",
                "patch")
 _TOOL_USE = (ToolUseBlock, ServerToolUseBlock)

@@ -348,7 +348,7 @@ class LiveRun:
             return IntentResult(True, "Your answer is kept: the run was restarted since, and it reaches the run when "
                                 "the question is asked again (or its inbox if it goes on without asking).",
                                 self.run_id)
-        return IntentResult(True, "Declined." if decline else f"Answered: {_fmt.one_line(text, 200)}", self.run_id)
+        return IntentResult(True, _settled(card.kind, text, decline=decline), self.run_id)
 
     async def send(self, text: str, user: str, *, origin: str = "", only_in: str = "") -> IntentResult:
         if self.side is None:
@@ -429,3 +429,10 @@ class LiveRun:
 
 # Events the run side sends about inputs it replayed (adapters/transport/applier.py) and cut-off calls.
 _RUN_SIDE_NOTES = frozenset({"answer_to_inbox", "oracle", "cut_off", "unheard"})
+
+
+def _settled(kind: str, text: str, *, decline: bool) -> str:
+    """What the person who settled a card is told: a plan sent back is not a refusal, it is more planning."""
+    if decline and kind == "plan":
+        return f"Sent back to planning: {_fmt.one_line(text, 200)}"
+    return "Declined." if decline else f"Answered: {_fmt.one_line(text, 200)}"

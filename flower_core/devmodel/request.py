@@ -56,16 +56,17 @@ def _tool_result_text(block: dict[str, Any]) -> str:
     return "\n".join(_texts(content))
 
 
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """Text of every tool_result block in the history, oldest first."""
+    return [_tool_result_text(block) for msg in _messages(body)
+            if msg.get("role") == "user" and isinstance(msg.get("content"), list)
+            for block in msg["content"] if isinstance(block, dict) and block.get("type") == "tool_result"]
+
+
 def last_tool_result(body: dict[str, Any]) -> str:
     """Text of the last tool_result block in the history ("" when none)."""
-    for msg in reversed(_messages(body)):
-        content = msg.get("content")
-        if msg.get("role") != "user" or not isinstance(content, list):
-            continue
-        for block in reversed(content):
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                return _tool_result_text(block)
-    return ""
+    results = tool_results(body)
+    return results[-1] if results else ""
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -86,22 +87,23 @@ def _file_named(name: str) -> Any:
     return find
 
 
-def render_input(value: Any, body: dict[str, Any]) -> Any:
+def render_input(value: Any, body: dict[str, Any], extra: dict[str, str] | None = None) -> Any:
     """A tool call's input with the placeholders of its strings filled (nested dicts and lists too)."""
     if isinstance(value, str):
-        return render(value, body)
+        return render(value, body, extra)
     if isinstance(value, dict):
-        return {k: render_input(v, body) for k, v in value.items()}
+        return {k: render_input(v, body, extra) for k, v in value.items()}
     if isinstance(value, list):
-        return [render_input(v, body) for v in value]
+        return [render_input(v, body, extra) for v in value]
     return value
 
 
-def render(template: str, body: dict[str, Any]) -> str:
-    """Fill ``{placeholder}`` names from the request; other braces are left alone."""
+def render(template: str, body: dict[str, Any], extra: dict[str, str] | None = None) -> str:
+    """Fill ``{placeholder}`` names from the request (and `extra`'s names); other braces are left alone."""
     if "{" not in template:
         return template
-    values = {
+    values: dict[str, Any] = {
+        **{name: (lambda b, v=v: v) for name, v in (extra or {}).items()},
         "last_tool_result": last_tool_result,
         "last_user_text": last_user_text,
         "first_user_text": first_user_text,

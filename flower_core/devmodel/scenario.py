@@ -64,6 +64,22 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class Again:
+    """A turn played instead of the script's next one while the last tool result matches ``when`` (a plan sent
+    back, a refusal). The script does not advance: every result that matched is taken off the turn count, so
+    once the results stop matching the script goes on where it was. Named groups of ``when`` fill ``{name}``
+    in the turn's text and call inputs (an unmatched group fills "")."""
+
+    when: str
+    turn: Turn
+
+    def groups(self, tool_result: str) -> dict[str, str] | None:
+        """The named groups when `tool_result` matches (None when it does not)."""
+        found = re.search(self.when, tool_result, re.S)
+        return None if found is None else {k: v or "" for k, v in found.groupdict().items()}
+
+
+@dataclass(frozen=True)
 class Conversation:
     name: str
     turns: tuple[Turn, ...]
@@ -71,6 +87,7 @@ class Conversation:
     system_match: str = ""
     # What to do past the last turn: "end" answers a short text and ends the turn.
     after_end: str = "Done."
+    again: Again | None = None
 
     def matches(self, first_user_text: str, system_text: str) -> bool:
         if not self.match and not self.system_match:
@@ -147,6 +164,19 @@ def _turn(raw: Any, where: str, stream: Stream | None = None) -> Turn:
                 stream=_stream(raw["stream"], where) if "stream" in raw else stream)
 
 
+def _again(raw: Any, where: str, stream: Stream | None) -> Again | None:
+    """``[conversation.again]``: ``when`` (a regex on the last tool result) and the keys of a turn."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("when"), str) or not raw["when"]:
+        raise ScenarioError(f"{where}: needs 'when', a regex on the last tool result")
+    try:
+        re.compile(raw["when"])
+    except re.error as exc:
+        raise ScenarioError(f"{where}.when: bad regex: {exc}") from exc
+    return Again(when=raw["when"], turn=_turn({k: v for k, v in raw.items() if k != "when"}, where, stream))
+
+
 def parse_scenario(data: dict[str, Any], name: str = "scenario") -> Scenario:
     """Build a Scenario from the decoded TOML/JSON document. A top-level ``stream`` is every turn's that has
     none of its own."""
@@ -169,7 +199,8 @@ def parse_scenario(data: dict[str, Any], name: str = "scenario") -> Scenario:
         convs.append(Conversation(name=str(c.get("name", f"c{i}")), turns=turns,
                                   match=str(c.get("match", "")),
                                   system_match=str(c.get("system_match", "")),
-                                  after_end=str(c.get("after_end", "Done."))))
+                                  after_end=str(c.get("after_end", "Done.")),
+                                  again=_again(c.get("again"), f"{where}.again", stream)))
     models = data.get("models", [])
     if not isinstance(models, list):
         raise ScenarioError(f"{name}.models: must be a list of model names")

@@ -150,6 +150,11 @@ class ModelDouble:
         body = await _json_body(request)
         conv = self.scenario.route(rq.first_user_text(body), rq.system_text(body))
         index = rq.assistant_count(body)
+        again, filled = (conv.again if conv else None), None
+        if again is not None:
+            results = rq.tool_results(body)
+            filled = again.groups(results[-1]) if results else None
+            index -= sum(1 for r in results if again.groups(r) is not None)  # sent-back turns do not advance
         rec = RecordedRequest(path=request.path, body=body, conversation=conv.name if conv else "",
                               turn=index, headers={k: v for k, v in request.headers.items()
                                                    if k.lower().startswith("anthropic")})
@@ -158,7 +163,7 @@ class ModelDouble:
             rec.served = "fault:model"
             await self._record(rec)
             return web.json_response(error_body(404, f"model: {asked}"), status=404)
-        turn = self._pick_turn(conv, index)
+        turn = again.turn if again is not None and filled is not None else self._pick_turn(conv, index)
         fault = turn.fault
         if fault is not None and conv is not None:
             key = (conv.name, index)
@@ -168,10 +173,11 @@ class ModelDouble:
                 rec.served = f"fault:{fault.kind}:{fault.status}" if fault.kind == "http" else f"fault:{fault.kind}"
                 await self._record(rec)
                 return await self._serve_fault(request, fault, turn)
-        rec.served = "turn" if conv is not None and index < len(conv.turns) else "fallback"
-        text = rq.render(turn.say, body)
+        rec.served = ("again" if filled is not None
+                      else "turn" if conv is not None and index < len(conv.turns) else "fallback")
+        text = rq.render(turn.say, body, filled)
         if any("{" in json.dumps(call.input) for call in turn.calls):
-            turn = replace(turn, calls=tuple(replace(call, input=rq.render_input(call.input, body))
+            turn = replace(turn, calls=tuple(replace(call, input=rq.render_input(call.input, body, filled))
                                              for call in turn.calls))
         rec.reply_text, rec.reply_tool_ids = text, tuple(call.id or tool_use_id() for call in turn.calls)
         await self._record(rec)

@@ -30,6 +30,8 @@ def test_demo_exercises_a_question_tools_a_subagent_and_a_finish() -> None:
     ({"conversation": [{"turn": [{"fault": {"kind": "melt"}}]}]}, "fault kind 'melt'"),
     ({"conversation": [{"match": "(", "turn": []}]}, "bad regex"),
     ({"conversation": [{"turn": [{"call": [{"input": {}}]}]}]}, "needs a 'tool' name"),
+    ({"conversation": [{"turn": [], "again": {"say": "x"}}]}, "needs 'when'"),
+    ({"conversation": [{"turn": [], "again": {"when": "(", "say": "x"}}]}, "again.when: bad regex"),
 ])
 def test_bad_scenarios_say_what_is_wrong(doc: dict[str, object], message: str) -> None:
     with pytest.raises(ScenarioError, match=re.escape(message)):
@@ -69,3 +71,19 @@ def test_check_command_parses_a_scenario() -> None:
     bad = subprocess.run([sys.executable, "-m", "flower_core.devmodel", "--check", "--scenario", "nope"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "no scenario" in bad.stderr
+
+
+def test_an_again_turn_matches_results_and_names_its_groups() -> None:
+    """`[conversation.again]`: played while the last tool result matches; each matched result is off the count (the
+    server's rule: turn = assistant messages - results that matched), and its named groups are placeholders."""
+    [conv] = parse_scenario({"conversation": [{"turn": [{"say": "a"}, {"say": "b"}], "again": {
+        "when": "sent back(?:: (?P<why>[^\\n]*))?", "say": "again: {why}"}}]}).conversations
+    assert conv.again is not None
+    assert conv.again.groups("sent back: too long\nmore") == {"why": "too long"}
+    assert conv.again.groups("sent back") == {"why": ""} and conv.again.groups("approved") is None
+    body = {"messages": [{"role": "user", "content": "go"},
+                         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "X", "input": {}}]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                       "content": "sent back: shorter"}]}]}
+    assert rq.tool_results(body) == ["sent back: shorter"]
+    assert rq.render(conv.again.turn.say, body, conv.again.groups(rq.last_tool_result(body))) == "again: shorter"

@@ -118,6 +118,7 @@ def test_task_brief_to_a_subagent_is_a_tagged_prompt() -> None:
     ({"description": "count", "prompt": "Please count"}, "count"),
     ({"query": "weather"}, "weather"),
     ({"url": "http://127.0.0.1/x", "prompt": ""}, "http://127.0.0.1/x"),
+    ({"plan": "## Plan\n\n1. Write notes.md"}, "## Plan\n\n1. Write notes.md"),  # ExitPlanMode: the plan, not JSON
     ({"question": "Which?", "options": ["a", "b"]}, '{"question":"Which?","options":["a","b"]}'),
     ({}, "{}"),
 ])

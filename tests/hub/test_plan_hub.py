@@ -176,7 +176,8 @@ async def test_a_plan_written_to_the_clis_plan_file_is_the_card_and_a_long_one_c
 async def test_the_demo_plans_first_when_asked_and_works_once_approved(double_factory: Any, cli_home: Path,
                                                                        tmp_path: Path) -> None:
     """The offline demo (what `flower-bot web --demo` plays) with plan first: the clarify and goal steps as
-    always, then the work step's plan card; approved, the worker writes notes.md and the judge passes it."""
+    always, then the work step's plan card; sent back with words, a revised plan that quotes them; approved,
+    the worker writes notes.md and the judge passes it."""
     from adapters.transport.plan import default_factory
 
     md = await double_factory("demo")
@@ -192,7 +193,12 @@ async def test_the_demo_plans_first_when_asked_and_works_once_approved(double_fa
         assert plan.title.startswith("📋 The agent's plan") and "Have a worker write" in plan.text
         workspace = Path(store.get_run(started.run_id).workspace)  # type: ignore[union-attr]
         assert not (workspace / "notes.md").exists()
-        assert (await drive(hub).handle_action(button(plan, "Approve and go"), "alice", delivery_id="d2")).ok
+        assert (await drive(hub).handle_action(button(plan, "Keep planning…"), "alice", delivery_id="d2",
+                                               text="Make it a haiku.")).ok
+        revised = await watch.card("ask:1-q3")
+        assert "revised after your review" in revised.text and "From your review: Make it a haiku." in revised.text
+        assert not (workspace / "notes.md").exists()
+        assert (await drive(hub).handle_action(button(revised, "Approve and go"), "alice", delivery_id="d3")).ok
         live = await hub.query.wait(started.run_id)
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         assert (workspace / "notes.md").is_file()

@@ -145,7 +145,7 @@ async def test_revise_with_words_reaches_the_agent_and_a_new_plan_card_follows(r
     run = await rig.start()
     await rig.open_card(run, "1-q1")
     status, body = await rig.plan(run, {"ask_id": "1-q1", "decision": "revise", "text": WORDS})
-    assert status == 200 and body["ok"] is True
+    assert status == 200 and body["ok"] is True and body["message"] == f"Sent back to planning: {WORDS}"
     await rig.open_card(run, "1-q2")
     [ask] = await rig.asks(run)
     assert (ask["id"], ask["kind"], ask["plan"]) == ("1-q2", "plan", PLAN2)
