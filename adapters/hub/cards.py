@@ -60,7 +60,7 @@ class OpenCard:
     options: list[str]
     waited_s: float | None  # None when the run is asleep (nobody is timing it now)
     kind: str = ""  # "" a question, "approval" a tool call waiting for a person, "budget" the cost cap
-    facts: dict[str, Any] = field(default_factory=dict)  # an approval's tool and input (known while live)
+    facts: dict[str, Any] = field(default_factory=dict)  # an approval's tool and input, a plan's text
 
 
 def ended_line(status: str) -> str:
@@ -131,7 +131,7 @@ class CardRules:
                              c.kind, dict(c.facts))
                     for c in live.view.open_cards()]
         ledger = self._ledger(run_id)
-        return [OpenCard(c.card_id, c.question, list(c.options), None)
+        return [OpenCard(c.card_id, c.question, list(c.options), None, c.kind, dict(c.facts))
                 for c in (ledger.open_cards() if ledger is not None else [])]
 
     def options(self, run_id: str, card_id: str) -> list[str]:

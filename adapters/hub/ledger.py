@@ -15,10 +15,14 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from flower_core import AskState
 
 log = logging.getLogger(__name__)
+
+# A card's facts are kept beside it when they fit (an approval's whole input can be a file's content).
+FACTS_KEEP_CHARS = 20_000
 
 
 def same_question(a: str, b: str) -> bool:
@@ -44,6 +48,19 @@ class CardRecord:
     held_place: str = ""  # where it was given, when the run shows in several places ("Slack")
     place: str = ""  # where the settling answer was given (as its card names it; "" when it does not)
     left_behind: bool = False  # closed because the run, woken after a restart, went on without asking it again
+    kind: str = ""  # the card's kind ("" a question, "approval", "plan", "budget"): known while the run sleeps
+    facts: dict[str, Any] = field(default_factory=dict)  # its facts (AskPayload.facts), when they fit
+
+
+def _kept(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts to write beside a card: all of them when they fit, else all but the call's input."""
+    try:
+        if len(json.dumps(facts, ensure_ascii=False)) <= FACTS_KEEP_CHARS:
+            return dict(facts)
+    except (TypeError, ValueError):
+        pass
+    return {k: v for k, v in facts.items() if k != "input" and isinstance(v, (str, int, float, bool))
+            and len(str(v)) <= FACTS_KEEP_CHARS // 4}
 
 
 class CardLedger:
@@ -65,11 +82,16 @@ class CardLedger:
     def get(self, card_id: str) -> CardRecord | None:
         return self.cards.get(card_id)
 
-    def asked(self, card_id: str, question: str, options: list[str]) -> CardRecord:
+    def asked(self, card_id: str, question: str, options: list[str], *, kind: str = "",
+              facts: dict[str, Any] | None = None) -> CardRecord:
         rec = self.cards.get(card_id)
         if rec is None:
             rec = self.cards[card_id] = CardRecord(card_id, question, list(options))
         rec.state = AskState.ASKED
+        if kind:
+            rec.kind = kind
+        if facts:
+            rec.facts = _kept(facts)
         self._save()
         return rec
 

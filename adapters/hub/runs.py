@@ -259,7 +259,7 @@ class LiveRun:
                 self.view.answering(card_id, held.held_by)  # the answer the run side applied names its giver
         self.pipe.on_event(ev)
         if state == "asked":
-            self.ledger.asked(card_id, ev.text, options)
+            self.ledger.asked(card_id, ev.text, options, kind=ask.kind, facts=dict(ask.facts))
         else:
             rec = self.ledger.get(card_id)
             held = rec if rec is not None and rec.held is not None else None  # the answer it applied names its giver
