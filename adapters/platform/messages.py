@@ -100,6 +100,7 @@ class FileRef:
     size: int
     rel: str = ""  # relative to the run's workspace (a link to the web API's download route)
     run_id: str = ""
+    beside: str = ""  # "<folder>/<name>" beside the run (a whole plan, a whole diff): the web API's other route
     content: bytes | None = None  # the bytes themselves, for a file made on the spot (long output); else read path
 
 

@@ -19,7 +19,7 @@ from adapters.ids import encode
 from adapters.platform import Button, OutMessage
 from adapters.platform.messages import FileRef
 from adapters.view.card import AskCard
-from adapters.view.shares import human_size
+from adapters.view.shares import beside_path, human_size
 
 APPROVAL = "approval"
 DIFF_KEYS = ("diff_file", "diff_lines", "diff_bytes")  # the whole diff the core wrote (approval_diff.py)
@@ -105,4 +105,4 @@ def whole_diff(run_id: str, card: AskCard) -> OutMessage | None:
     tool = str(card.facts.get("tool") or "edit")
     text = f"📎 The whole {tool} diff the approval above asks about: {name} ({lines} lines, {human_size(size)})"
     return OutMessage(key=f"diff:{card.card_id}", kind="notice", text=text, important=True, replace=False,
-                      attachment=FileRef(path, name, size, run_id=run_id))
+                      attachment=FileRef(path, name, size, run_id=run_id, beside=beside_path(path)))

@@ -19,7 +19,7 @@ from adapters.ids import encode
 from adapters.platform import Button, OutMessage
 from adapters.platform.messages import FileRef
 from adapters.view.card import AskCard
-from adapters.view.shares import human_size
+from adapters.view.shares import beside_path, human_size
 from flower_core.human.plan_review import GO, GO_ASK, REVISE, decision_of, outcome
 
 PLAN_REVIEW = "plan"  # the ask kind (flower_core.human.plan_review.KIND)
@@ -84,4 +84,4 @@ def whole_plan(run_id: str, card: AskCard) -> OutMessage | None:
     size = size if isinstance(size, int) else chars
     text = f"📎 The whole plan the card above asks about: {name} ({chars} characters, {human_size(size)})"
     return OutMessage(key=f"plan:{card.card_id}", kind="notice", text=text, important=True, replace=False,
-                      attachment=FileRef(path, name, size, run_id=run_id))
+                      attachment=FileRef(path, name, size, run_id=run_id, beside=beside_path(path)))

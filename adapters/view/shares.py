@@ -11,7 +11,7 @@ import adapters.view.fmt as fmt
 from adapters.platform.messages import FileRef, OutMessage
 from flower_core.payloads import SharePayload
 
-__all__ = ["NOTE_MAX", "human_size", "shared"]
+__all__ = ["NOTE_MAX", "beside_path", "human_size", "shared"]
 
 NOTE_MAX = 1500  # below every platform's text limit, so the message is never split (and uploaded twice)
 
@@ -26,6 +26,13 @@ def human_size(n: int) -> str:
             break
         size, unit = size / 1024, bigger
     return f"{size:.1f} {unit}"
+
+
+def beside_path(path: str) -> str:
+    """"plans/plan-1.md" for a file the framework wrote in a folder beside the run (a whole plan, a whole
+    diff): its folder and name, as the web API's download route for such files names it."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    return "/".join(parts[-2:]) if len(parts) >= 2 else ""
 
 
 def shared(run_id: str, share: SharePayload) -> OutMessage | None:

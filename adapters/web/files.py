@@ -8,6 +8,8 @@ POST /api/runs/{id}/files                  multipart: one or more `file` fields,
 GET  /api/runs/{id}/files[?all=1]          → {"files": [{"path", "size", "changed"}]} (relative paths; the
                                            framework's bookkeeping, .flower/, only with all=1, never changed)
 GET  /api/runs/{id}/files/{path}           → the bytes, as an attachment
+GET  /api/runs/{id}/beside/{folder}/{name}  → a file the framework wrote beside the run and linked from its
+                                           thread (folder: plans, a whole plan; approvals, a whole diff)
 =========================================  =============================================================
 
 An upload is read part by part and stops as soon as a file passes the run's `max_upload_mb` (or all of
@@ -34,6 +36,7 @@ from adapters.web.render import attached_json
 __all__ = ["routes"]
 
 CHUNK = 64 * 1024
+BESIDE_FOLDERS = ("plans", "approvals")  # where the whole plan and the whole diff of a card are written
 
 
 async def _read_file(part: BodyPartReader, room: int, limit_text: str) -> bytes:
@@ -97,6 +100,20 @@ async def download(request: web.Request) -> web.StreamResponse:
     found = inside(Path(record.workspace), rel)
     if found is None:
         raise ApiError(404, f"run {record.run_id} has no file {rel[:200]!r}")
+    return _attachment(found)
+
+
+async def beside(request: web.Request) -> web.StreamResponse:
+    """A whole plan or a whole diff a card links to: only a file in one of the run's BESIDE_FOLDERS."""
+    record = record_of(request)
+    folder, name = request.match_info["folder"], request.match_info["name"]
+    found = inside(Path(record.run_dir) / folder, name) if folder in BESIDE_FOLDERS and "/" not in name else None
+    if found is None:
+        raise ApiError(404, f"run {record.run_id} has no file {folder[:50]}/{name[:200]!r} beside it")
+    return _attachment(found)
+
+
+def _attachment(found: Path) -> web.FileResponse:
     # Always a download, never rendered: a file the agent or a person wrote must not run as this page.
     return web.FileResponse(found, headers={"Content-Type": "application/octet-stream",
                                             "Content-Disposition": f"attachment; filename*=UTF-8''{quote(found.name)}"})
@@ -107,4 +124,5 @@ def routes() -> list[web.RouteDef]:
         web.post("/api/runs/{run_id}/files", attach),
         web.get("/api/runs/{run_id}/files", listing),
         web.get("/api/runs/{run_id}/files/{path:.+}", download),
+        web.get("/api/runs/{run_id}/beside/{folder}/{name}", beside),
     ]

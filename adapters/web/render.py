@@ -70,10 +70,14 @@ def stamped(body: dict[str, Any], now: float | None = None) -> dict[str, Any]:
 
 
 def file_json(msg: OutMessage) -> dict[str, Any] | None:
-    """A file the agent shared: the page links to its download route (adapters/web/files.py)."""
+    """A file the agent shared, or one written beside the run: the page links to its download route
+    (adapters/web/files.py)."""
     att = msg.attachment
-    if att is None or not att.rel or not att.run_id:
+    if att is None or not att.run_id or not (att.rel or att.beside):
         return None
+    if not att.rel:  # a file the framework wrote beside the run (a whole plan, a whole diff)
+        return {"name": att.name, "size": att.size, "path": att.beside,
+                "url": f"/api/runs/{quote(att.run_id)}/beside/{quote(att.beside)}"}
     return {"name": att.name, "size": att.size, "path": att.rel,
             "url": f"/api/runs/{quote(att.run_id)}/files/{quote(att.rel)}"}
 

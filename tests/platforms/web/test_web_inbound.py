@@ -13,6 +13,7 @@ from adapters.ids import encode
 from adapters.platform import Button, FileRef, OutMessage, ThreadRef
 from adapters.platform.limits import WEB
 from adapters.state import RunRecord
+from adapters.view.shares import beside_path
 from adapters.web.errors import ApiError
 from adapters.web.inbound import (
     START_FIELDS,
@@ -159,6 +160,11 @@ def test_a_message_as_the_page_renders_it() -> None:
         "file": {"name": "a b.txt", "size": 3, "path": "out dir/a b.txt",
                  "url": "/api/runs/r1/files/out%20dir/a%20b.txt"}}
     assert message_json(OutMessage("p", "prose", "x", attachment=FileRef("/a", "a", 1)))["file"] is None
+    whole = "/runs/r1/plans/plan-1.md"
+    plan = FileRef(whole, "plan-1.md", 9, run_id="r1", beside=beside_path(whole))
+    assert message_json(OutMessage("plan:1-q1", "notice", "x", attachment=plan))["file"] == {
+        "name": "plan-1.md", "size": 9, "path": "plans/plan-1.md", "url": "/api/runs/r1/beside/plans/plan-1.md"}
+    assert beside_path("plan.md") == "" and beside_path("C:\\r\\approvals\\a.diff") == "approvals/a.diff"
     assert stamped({"k": 1}, 12.34567) == {"k": 1, "at": 12.346}
 
 

@@ -33,6 +33,8 @@ from tests.support.plan_support import PLAN, PLAN2, WORDS, turns
 from tests.support.runtime_support import FAST
 from tests.support.waiting import until
 
+LONG_PLAN = PLAN + "".join(f"\n{n}. Check step {n} once more." for n in range(3, 150))  # past the card's 2500
+
 
 @dataclass
 class Rig:
@@ -160,9 +162,21 @@ async def test_revise_with_words_reaches_the_agent_and_a_new_plan_card_follows(r
 
 
 async def test_go_ask_makes_the_edit_an_approval_which_is_not_a_plan_card(rig_factory: Any) -> None:
-    rig: Rig = await rig_factory(PLAN)
+    """With a plan longer than the card shows: the whole plan is a download link beside the card."""
+    rig: Rig = await rig_factory(LONG_PLAN)
+    files: list[dict[str, Any]] = []
+    rig.front.surface.listeners.append(lambda thread, body: files.append(body["file"]) if body.get("file") else None)
     run = await rig.start()
     await rig.open_card(run, "1-q1")
+    await until(rig.changed, lambda: files)
+    [whole] = files
+    assert whole["url"] == f"/api/runs/{run}/beside/{whole['path']}" and whole["path"].startswith("plans/plan-")
+    got = await rig.client.get(whole["url"])
+    assert got.status == 200 and (await got.read()).decode() == LONG_PLAN
+    assert got.headers["Content-Type"] == "application/octet-stream"
+    for bad in ("plans/nope.md", "plans/..%2Fplan.json", "approvals/..", "workspace/notes.txt", "plans"):
+        assert (await rig.client.get(f"/api/runs/{run}/beside/{bad}")).status == 404, bad
+    assert (await rig.client.get(f"/api/runs/rnope/beside/{whole['path']}")).status == 404
     assert (await rig.plan(run, {"ask_id": "1-q1", "decision": "go_ask", "text": ""}))[0] == 200
     await rig.open_card(run, "1-q2", kind="approval")
     [ask] = await rig.asks(run)
