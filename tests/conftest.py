@@ -12,12 +12,6 @@ from flower_core.devmodel import ModelDouble, Scenario, parse_scenario
 from tests.support.redis_support import RedisServer, redis_server_binary
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The campaigns (a minute or more each) go first: the two workers start them at once and share out the
-    rest around them, instead of one worker starting a campaign near the end while the other waits idle."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: the rest keep their order
-
-
 def scenario_of(*conversations: dict[str, Any], name: str = "test", models: list[str] | None = None) -> Scenario:
     """Build a scenario inline: scenario_of({"name": "main", "turn": [{"say": "hi"}]}); `models`: the only
     model names the double serves (others get the API's 404)."""

@@ -192,7 +192,6 @@ def test_an_input_given_again_after_the_restart_is_counted_twice() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.long
 @pytest.mark.timeout(600)  # ~20 kills, restarts and CLI starts on a shared 2-core machine: a few minutes
 async def test_twenty_random_kills_lose_nothing_and_leave_no_run_stuck(tmp_path: Path) -> None:
     report = await run_campaign(Settings.from_env(kills=20, evidence=True), tmp_path)

@@ -18,7 +18,7 @@ import pytest
 from tests.support.campaign.turns import EVERY_INPUT_AS_ONE_TURN
 from tests.support.campaign_support import Campaign
 
-pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
 DEAD_AFTER_S = 2.0
 
