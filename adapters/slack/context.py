@@ -62,6 +62,7 @@ class SlackContext:
         self.files: SlackFiles | None = None  # downloads files people share (set by the front end)
         self._looked_up: LRU[str, bool] = LRU(10_000)
         self._zones: LRU[str, str] = LRU(10_000)
+        self._lookups: set[asyncio.Task[None]] = set()  # users.info in the background (held until done)
 
     # ---- wiring -------------------------------------------------------------------------------------
     def attach(self, hub: Hub) -> None:
@@ -113,20 +114,26 @@ class SlackContext:
         return (_fmt.one_line(record.task, SLACK.session_title_max), record.owner) if record is not None else None
 
     # ---- people ---------------------------------------------------------------------------------------
-    async def note(self, user: str, name: str = "") -> None:
-        """Note who `user` is: the name a payload carried, else (once) Slack's users.info."""
-        if not user:
+    async def note(self, user: str, name: str = "", *, wait: bool = True) -> None:
+        """Note who `user` is: the display name Slack shows (users.info, once per person), with the handle a
+        payload carried standing in until then and when the lookup fails. `wait=False`: look it up in the
+        background (a click that opens a form must not spend its trigger's 3 seconds on it)."""
+        if not user or self._looked_up.get(user):  # known: a payload's handle must not undo the display name
             return
         if name:
             self.hub.hooks.note(user, name)
-            self._looked_up.put(user, True)
-            return
-        if self._looked_up.get(user):
-            return
         self._looked_up.put(user, True)
+        if wait:
+            await self._look_up(user)
+        else:
+            task = asyncio.create_task(self._look_up(user), name=f"users.info {user}")
+            self._lookups.add(task)
+            task.add_done_callback(self._lookups.discard)
+
+    async def _look_up(self, user: str) -> None:
         try:
             resp = await asyncio.wait_for(self.client.users_info(user=user), NAME_LOOKUP_S)
-        except Exception as exc:  # no scope, no network: the id stands in for the name
+        except Exception as exc:  # no scope, no network: the handle (or the id) stands in for the name
             log.info("users.info for %s: %r", user, exc)
             return
         info: Any = resp.get("user") or {}

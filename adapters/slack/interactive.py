@@ -28,7 +28,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.models.views import View
 
-from adapters.hub import NOT_MINE, Click, IntentResult, Interrupt, Stop, Unfollow
+from adapters.hub import NOT_MINE, Click, IntentResult, Interrupt, Stop, Unfollow, opens_form
 from adapters.ids import IdError, decode, encode
 from adapters.platform import SurfaceError
 from adapters.slack.context import SlackContext
@@ -65,9 +65,10 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             log.warning("block_actions payload not understood: %s", exc)
             await _explain(respond, "I could not read that click; please try again.")
             return
-        await ctx.note(a.user, a.user_name)
+        click = Click(a.action_id, stop_form=True)
+        await ctx.note(a.user, a.user_name, wait=not opens_form(click))  # a form's trigger lasts 3 s
         thread_ts = "" if a.ephemeral else a.thread_ts
-        result = await ctx.hub.submit(Click(a.action_id, stop_form=True), a.user,
+        result = await ctx.hub.submit(click, a.user,
                                       delivery_id=a.trigger_id or a.action_ts or None,
                                       where=ctx.thread(a.channel, thread_ts))
         if result.form is not None:
@@ -124,7 +125,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             log.warning("message shortcut payload not understood: %s", exc)
             await _explain(respond, "I could not read that shortcut; please try again.")
             return
-        await ctx.note(user, name)
+        await ctx.note(user, name, wait=False)  # the Stop form comes next: its trigger lasts 3 s
         record = ctx.run_in(ctx.thread(channel, thread_ts))
         if record is None or not ctx.hub.query.is_live(record.run_id):
             await ctx.tell(channel, user, "That message is not in the thread of a live run.", thread_ts)

@@ -151,9 +151,9 @@ async def test_a_slack_run_followed_on_discord_answered_on_the_web_and_from_the_
             assert open_card(d, thread, "Dark or light?") is not None  # Discord still waits out its 429s
             assert any(c.status == 429 for c in d.calls)
             q2_home = await slack.wait_for(lambda s: card(s, C1, root, "Dark or light?", open_=False), 60)
-            assert "Answered by alice on Slack" in slack_text(q2_home)  # the name Slack's payload carried
+            assert "Answered by Alice on Slack" in slack_text(q2_home)  # the display name users.info gives
             q2_discord = await d.until(lambda _: settled_card(d, thread, "Dark or light?"), 60)
-            assert "Answered by alice on Slack" in d.text(q2_discord)
+            assert "Answered by Alice on Slack" in d.text(q2_discord)
             await slack.wait_for(lambda s: s.find(C1, root, lambda m: m.header() == "✅ Finished"), 60)
             await d.until(lambda _: "✅" in d.text(d.messages[thread]), 60)
             assert await bot.stop() == 0

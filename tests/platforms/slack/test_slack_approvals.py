@@ -47,7 +47,7 @@ async def test_approve_bash_asks_on_a_card_and_allow_once_runs_it_once(double_fa
 
         await double.click(card, "Allow once", user="UALICE")
         settled = await double.wait_for(lambda d: approval(d, root.ts, open_=False))
-        assert settled.header() == "✅ Bash allowed once by alice"
+        assert settled.header() == "✅ Bash allowed once by Alice"
         live = await bot.hub.query.wait(run.run_id)
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         assert (Path(run.workspace) / "effect.txt").read_text() == "ran\n"

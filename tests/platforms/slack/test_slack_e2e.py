@@ -73,17 +73,17 @@ async def test_a_run_in_a_channel_thread_from_start_to_summary(double_factory: A
         await double.send("interactive", click, envelope_id="env-blue")
         await double.send("interactive", click)
         done = await double.wait_for(lambda d: card(d, C1, root.ts, "Which colour?", open_=False))
-        assert done.header() == "✅ Answered by alice" and "Answer: blue" in done.body() and not done.buttons()
+        assert done.header() == "✅ Answered by Alice" and "Answer: blue" in done.body() and not done.buttons()
         # Bob clicks red late: told who answered, nothing changes.
         await double.send("interactive", late)
         await double.wait_for(lambda d: d.ephemerals_for("UBOB"))
-        assert "already settled (answered by alice)" in double.ephemerals_for("UBOB")[0]
+        assert "already settled (answered by Alice)" in double.ephemerals_for("UBOB")[0]
 
         # q2 by a thread reply with its key.
         await double.wait_for(lambda d: card(d, C1, root.ts, "Which shape?"))
         await double.say(C1, "q2: square", user="UBOB", thread_ts=root.ts)
         q2 = await double.wait_for(lambda d: card(d, C1, root.ts, "Which shape?", open_=False))
-        assert "Answered by bob" in q2.header() and "square" in q2.body()
+        assert "Answered by Bob" in q2.header() and "square" in q2.body()
 
         # q3 in words through the modal; meanwhile mail for the inbox and a side question.
         q3 = await double.wait_for(lambda d: card(d, C1, root.ts, "Indentation?"))

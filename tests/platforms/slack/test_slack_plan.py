@@ -117,11 +117,11 @@ async def test_plan_card_then_approve_and_go_writes_only_after_approval(double_f
         assert live is not None and live.outcome is not None and live.outcome.state == "done"
         assert notes.read_text() == "yo" and APPROVED in results(md)
         settled = await double.wait_for(lambda d: plan_card(d, root_of(d).ts, PLAN, open_=False))
-        assert settled.header() == "✅ Plan approved by alice — the agent goes on" and not settled.buttons()
+        assert settled.header() == "✅ Plan approved by Alice — the agent goes on" and not settled.buttons()
 
         # Bob's screen still shows the buttons: his click is told, to him alone, that the plan is decided.
         late = await told(double, double.click_payload(card, "Approve, ask before edits", user="UBOB"), "UBOB")
-        assert "already settled" in late and "alice" in late
+        assert "already settled" in late and "Alice" in late
 
 
 async def test_keep_planning_words_reach_the_agent_and_a_new_plan_card_follows(double_factory: Any, cli_home: Path,
@@ -150,7 +150,7 @@ async def test_keep_planning_words_reach_the_agent_and_a_new_plan_card_follows(d
         feedback = results(md)[-1]
         assert "keep planning" in feedback and "Add a test first." in feedback
         settled = await double.wait_for(lambda d: plan_card(d, root, PLAN, open_=False))
-        assert settled.header() == "📝 alice asked for more planning" and "Add a test first." in settled.body()
+        assert settled.header() == "📝 Alice asked for more planning" and "Add a test first." in settled.body()
         assert not notes.exists()
 
         await double.click(second, "Approve and go", user="UALICE")

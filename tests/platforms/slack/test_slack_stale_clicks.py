@@ -29,7 +29,7 @@ def scenario() -> Any:
 
 
 NAMES = {"UALICE": "Alice", "UBOB": "Bob"}
-ANSWERED = "That question is already settled (answered by alice)."
+ANSWERED = "That question is already settled (answered by Alice)."
 # Names are not kept across a restart (adapters/people.py): a new process names Alice by her id until she acts.
 ANSWERED_BY_ID = "That question is already settled (answered by UALICE)."
 ENDED = "This run has ended (stopped); its questions are closed."
