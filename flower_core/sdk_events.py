@@ -58,8 +58,11 @@ def _text(value: Any) -> str:
 
 
 def tool_summary(tool_input: Any) -> str:
-    """One line for a tool call: the path/command/pattern it touches, else what it is about, else its JSON."""
+    """One line for a tool call: the path/command/pattern it touches, else what it is about, else its JSON
+    ("" for no input at all: `{}` says nothing to a person)."""
     if isinstance(tool_input, dict):
+        if not tool_input:
+            return ""
         for keys in (_SUMMARY_KEYS, _FALLBACK_SUMMARY_KEYS):
             for key in keys:
                 v = tool_input.get(key)

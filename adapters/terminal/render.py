@@ -167,7 +167,6 @@ class Render:
                 return []
             bar = "  | " if sub else "  "
             tool, summary = _tool_name(ev.tool), _one_line(ev.text)
-            summary = "" if summary in ("{}", "") else summary
             return [(f"{bar}[{tool}] {summary}".rstrip(), "dim" if sub else "")]
         if kind == "tool_result":
             if not ToolResultPayload.of(ev).is_error:

@@ -120,7 +120,7 @@ def test_task_brief_to_a_subagent_is_a_tagged_prompt() -> None:
     ({"url": "http://127.0.0.1/x", "prompt": ""}, "http://127.0.0.1/x"),
     ({"plan": "## Plan\n\n1. Write notes.md"}, "## Plan\n\n1. Write notes.md"),  # ExitPlanMode: the plan, not JSON
     ({"question": "Which?", "options": ["a", "b"]}, '{"question":"Which?","options":["a","b"]}'),
-    ({}, "{}"),
+    ({}, ""),
 ])
 def test_tool_call_summary(tool_input: dict[str, Any], summary: str) -> None:
     ev = only(normalize(assistant(ToolUseBlock("toolu_1", "Tool", tool_input), usage=USAGE)))

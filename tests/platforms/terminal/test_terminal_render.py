@@ -25,7 +25,7 @@ def test_a_run_renders_steps_prose_tools_and_hides_subagent_chatter() -> None:
         Event("tool_result", "file body", payload={"tool_use_id": "t1", "is_error": False}),
         Event("text", "subagent musing", payload={"subagent": True, "parent_tool_use_id": "t9", "context": 99999}),
         Event("tool_call", "ls -la", tool="Bash", payload={"subagent": True}),
-        Event("tool_call", "{}", tool="mcp__human__inbox", payload={"subagent": False}),
+        Event("tool_call", "", tool="mcp__human__inbox", payload={"subagent": False}),
         Event("tool_call", '{"question": "Q?"}', tool="mcp__human__ask", payload={"subagent": False}),
         Event("tool_result", "no such file", payload={"tool_use_id": "t2", "is_error": True}),
         Event("system", "init", payload={}),
