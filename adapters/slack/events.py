@@ -32,7 +32,7 @@ from adapters.platform import ThreadRef
 from adapters.slack.commands import HELP
 from adapters.slack.context import SlackContext, usage
 from adapters.slack.files import SharedFile, read_files
-from adapters.slack.inbound import PayloadError, text_field
+from adapters.slack.inbound import PayloadError, parse_mention, text_field
 from adapters.slack.text import strip_bot_mention
 
 __all__ = ["PERSON_SUBTYPES", "STOPPED_TEXT", "register"]
@@ -100,7 +100,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         if not text or text.lower() in ("help", "usage"):
             await ctx.tell(channel, user, HELP if text else usage(), in_thread)
             return
-        result = await ctx.start_run(text, channel, user, thread_ts=in_thread)
+        cmd = parse_mention(text)
+        result = await ctx.start_run(cmd.text, channel, user, thread_ts=in_thread, options=cmd.options,
+                                     approve=cmd.approve, model=cmd.model, effort=cmd.effort, plan=cmd.plan)
         if not result.ok:
             await ctx.show(result, channel, user, in_thread)
 

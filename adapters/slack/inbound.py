@@ -37,7 +37,7 @@ from typing import Any
 from adapters.hub import split_schedule
 
 __all__ = ["RUN_SUBCOMMANDS", "SUBCOMMANDS", "Action", "FlowerCommand", "PayloadError", "dedupe_key", "message_thread",
-           "parse_flower", "read_action", "text_field"]
+           "parse_flower", "parse_mention", "read_action", "text_field"]
 
 SUBCOMMANDS = ("start", "status", "runs", "help")
 RUN_SUBCOMMANDS = ("follow", "unfollow", "wake")  # take one word: a run id
@@ -165,6 +165,13 @@ def parse_flower(text: str) -> FlowerCommand:
     if " " not in words.strip():
         return FlowerCommand("usage", head)  # `/flower stauts`: a typo, not a one-word task
     return FlowerCommand("start", words)
+
+
+def parse_mention(text: str) -> FlowerCommand:
+    """`@flower <text>` that starts a run: the options `/flower` takes (`plan`, `model=`, `budget=`…) before the
+    task; anything else, a schedule or a subcommand's name included, is the task as written."""
+    cmd = parse_flower(text)
+    return cmd if cmd.kind == "start" and cmd.text else FlowerCommand("start", text.strip())
 
 
 @dataclass(frozen=True)

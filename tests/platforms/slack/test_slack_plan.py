@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from adapters.slack.inbound import parse_flower
+from adapters.slack.inbound import parse_flower, parse_mention
 from adapters.slack.render import render
 from adapters.view.card import AskCard
 from adapters.view.plan_card import render_plan
@@ -25,7 +25,7 @@ from tests.conftest import scenario_of
 from tests.support.plan_support import BUTTONS, CARD_TITLE, PLAN, PLAN2, turns, workspace
 from tests.support.plan_support import tool_results as results
 from tests.support.slack_blocks import message_problem, view_problem
-from tests.support.slack_double import Msg, SlackDouble
+from tests.support.slack_double import BOT_USER, Msg, SlackDouble
 from tests.support.slack_support import C1, root_of, slack_bot
 
 TITLE = CARD_TITLE
@@ -47,6 +47,18 @@ NAMES = {"UALICE": "Alice", "UBOB": "Bob"}
 def test_plan_is_a_bare_word_among_the_options(text: str, kind: str, task: str, plan: bool) -> None:
     cmd = parse_flower(text)
     assert (cmd.kind, cmd.text, cmd.plan) == (kind, task, plan)
+
+
+@pytest.mark.parametrize(("text", "task", "plan"), [
+    ("plan write the notes", "write the notes", True),
+    ("status", "status", False),  # a mention starts a run: a subcommand's name is a task
+    ("every day at 9:00 triage", "every day at 9:00 triage", False),  # no routines from a mention
+    ("budget=x do it", "budget=x do it", False),  # an option it cannot read stays in the task
+    ("refactor", "refactor", False),
+])
+def test_a_mention_takes_the_options_of_flower_and_nothing_else(text: str, task: str, plan: bool) -> None:
+    cmd = parse_mention(text)
+    assert (cmd.kind, cmd.text, cmd.plan) == ("start", task, plan)
 
 
 def test_plan_among_other_options_keeps_them() -> None:
@@ -129,8 +141,8 @@ async def test_keep_planning_words_reach_the_agent_and_a_new_plan_card_follows(d
     notes = workspace(tmp_path) / "notes.txt"
     md = await double_factory(scenario_of({"name": "main", "turn": turns(str(notes), plans=(PLAN, PLAN2))}))
     async with SlackDouble(names=NAMES) as double, bot_for(tmp_path, md, cli_home, double) as bot:
-        # `plan` among the other options, after one of them.
-        assert await double.slash("/flower", "effort=low plan write the notes", user="UALICE", channel=C1) is None
+        # A mention takes /flower's options: `plan` among them, after another one.
+        await double.say(C1, f"<@{BOT_USER}> effort=low plan write the notes", user="UALICE", mention=True)
         first = await double.wait_for(lambda d: d.roots(C1) and plan_card(d, root_of(d).ts, PLAN))
         root = root_of(double).ts
         [run] = bot.store.list_runs()
