@@ -21,7 +21,7 @@ from discord import app_commands
 from adapters.discord_bridge.context import PLATFORM, DiscordContext
 from adapters.discord_bridge.render import NO_MENTIONS, SUBAGENT_WARNING, ActionButton
 from adapters.discord_bridge.reply import Reply
-from adapters.discord_bridge.routines import SCHEDULES, RoutineCommands
+from adapters.discord_bridge.routines import PLAN_OPTION, SCHEDULES, RoutineCommands
 from adapters.hub import (
     EFFORTS,
     THREAD_HELP,
@@ -56,7 +56,6 @@ RUN_OPTIONS = {"task": "What the agent should do", "timeout": "Seconds a questio
                "approve": "Tools to ask about first: bash, edits, write, web, all, or rules like Bash(git push:*)",
                "model": "The model, e.g. claude-opus-4-6 (default: the bot's)",
                "effort": "How hard the model thinks (default: the bot's)"}
-PLAN_OPTION = "Plan first: the agent changes nothing until you approve its plan"
 
 HELP = "\n".join([
     "**flower** runs a long agent task and follows it in a thread.",

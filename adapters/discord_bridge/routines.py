@@ -18,7 +18,7 @@ from discord import app_commands
 from adapters.discord_bridge.context import PLATFORM, DiscordContext
 from adapters.discord_bridge.render import ActionButton, render
 from adapters.discord_bridge.reply import Reply
-from adapters.hub import AddRoutine, RoutineAction, RoutineInfo, RoutineVerb
+from adapters.hub import AddRoutine, RoutineAction, RoutineInfo, RoutineVerb, RunOptions
 from adapters.ids import encode
 from adapters.platform import OutMessage, ThreadRef
 from adapters.platform.limits import DISCORD
@@ -28,6 +28,8 @@ __all__ = ["RoutineCommands", "open_thread"]
 
 TEXT_MAX, THREAD_TITLE_MAX = DISCORD.command_text_max, DISCORD.thread_title_max
 LISTED = 15  # routines a list names; the first five get a row of buttons (Discord: 5 rows)
+# What `/flower run`, `/flower plan` and `/flower routine add` say about `plan`.
+PLAN_OPTION = "Plan first: the agent changes nothing until you approve its plan"
 SCHEDULES = ("`every weekday at 9:00`, `every monday at 8:30`, `every 2 hours`, `0 9 * * 1-5`, once: `at 22:00`, "
              "`at 2026-12-24 09:00`, `in 30 minutes`")
 
@@ -51,13 +53,14 @@ class RoutineCommands(app_commands.Group):
                            task="What the agent should do each time", name="A short name (cards say it)",
                            timezone="An IANA zone such as Europe/Berlin (default: the bot's)",
                            overlap="While its previous run is live: skip (default) or queue",
-                           catch_up="Fire once at start for what the bot missed while down (default: yes)")
+                           catch_up="Fire once at start for what the bot missed while down (default: yes)",
+                           plan=PLAN_OPTION)
     @app_commands.choices(overlap=[app_commands.Choice(name="skip", value="skip"),
                                    app_commands.Choice(name="queue", value="queue")])
     async def add(self, interaction: discord.Interaction[Any], schedule: app_commands.Range[str, 1, 200],
                   task: app_commands.Range[str, 1, TEXT_MAX], name: app_commands.Range[str, 1, 80] | None = None,
                   timezone: app_commands.Range[str, 1, 64] | None = None, overlap: str = "skip",
-                  catch_up: bool = True) -> None:
+                  catch_up: bool = True, plan: bool = False) -> None:
         reply = Reply(interaction)
         reply.ack(thinking=True)
         async with reply.active():
@@ -66,7 +69,8 @@ class RoutineCommands(app_commands.Group):
             if channel is None:
                 await reply.say("Make routines in a text channel: each of its runs gets a thread there.")
                 return
-            intent = AddRoutine(task, schedule, timezone or "", name or "", None, overlap, catch_up)
+            options = RunOptions(plan=True) if plan else None  # each firing plans first, its card to the owner
+            intent = AddRoutine(task, schedule, timezone or "", name or "", options, overlap, catch_up)
             result = await self.ctx.hub.submit(intent, user, where=ThreadRef(PLATFORM, channel))
             await self.ctx.show(reply, result)
 

@@ -30,7 +30,7 @@ def test_the_manifest_is_exactly_what_the_bot_syncs() -> None:
     routine = {o["name"]: o for o in subs["routine"]["options"]}  # a subcommand group (type 2)
     assert subs["routine"]["type"] == 2 and list(routine) == ["add", "list", "pause", "resume", "delete", "run"]
     assert [o["name"] for o in routine["add"]["options"]] == ["schedule", "task", "name", "timezone", "overlap",
-                                                              "catch_up"]
+                                                              "catch_up", "plan"]
     assert all(len(o["description"]) <= 100 for o in subs["routine"]["options"] for o in [o, *o.get("options", [])])
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from adapters.discord_bridge import DiscordFrontend
-from adapters.hub import Hub, HubSettings
+from adapters.hub import Hub, HubSettings, RunOptions
 from adapters.state import MemoryStateStore
 from adapters.transport import LocalTransport
 from tests.hub.test_schedule import at
@@ -118,3 +118,7 @@ async def test_bad_input_and_unknown_ids_say_so_and_save_nothing(rig: Rig) -> No
     assert rig.hub.query.routines() == []
     assert "No routine 'rtnope'" in await rig.say("routine pause", id="rtnope")
     assert "No routines in this channel" in await rig.say("routine list")
+    # `plan:True`: each firing plans first (its options say so; the plan card is the run's as any other).
+    assert "saved" in await rig.say("routine add", schedule="every day at 22:00", task="plan the migration", plan=True)
+    [info] = rig.hub.query.routines()
+    assert RunOptions.of_json(info.routine.options).plan is True
