@@ -202,7 +202,7 @@ def test_the_runtimes_events_read_back() -> None:
     cut = cut_off_event([CutOff("toolu_1", "Bash", {"command": "make"}, {}), CutOff("toolu_2", "Read", {}, {})],
                         step="work", session_id="sess-1")
     assert CutOffPayload.of(cut) == CutOffPayload("work", "sess-1", (
-        CutOffCall("toolu_1", "Bash", False, "make"), CutOffCall("toolu_2", "Read", True, "{}")))
+        CutOffCall("toolu_1", "Bash", False, "make"), CutOffCall("toolu_2", "Read", True, "")))
 
     record = ParkRecord("sess-1", "toolu_1", "work", "Colour?")
     assert SystemPayload.of(park_event("unparked", record, "q1", restored=True, outcome="answered")) == \
