@@ -289,10 +289,9 @@ class LiveRun:
         elif what == "cut_off":
             for call in CutOffPayload.of(ev).calls:
                 if not call.safe:
-                    named = f"{_fmt.tool_name(call.tool)} {_fmt.one_line(call.summary, 80)}".rstrip()
                     self.pipe.put(self.view.notice(
-                        f"⚠️ The restart cut off {named} mid-call: the agent was told it may or "
-                        "may not have taken effect, and checks before running it again."))
+                        f"⚠️ The restart cut off {_fmt.tool_call(call.tool, call.summary, 80)} mid-call: the agent "
+                        "was told it may or may not have taken effect, and checks before running it again."))
 
     def _settle_old_cards(self, *, final: bool) -> None:
         """Cards from before a wake that the woken run did not ask again: close them."""

@@ -61,5 +61,10 @@ def tool_name(tool: str) -> str:
     return tool or "tool"
 
 
+def tool_call(tool: str, summary: str, limit: int) -> str:
+    """'Bash make test' as a line names a call: its tool, then what it touches (nothing when it says nothing)."""
+    return f"{tool_name(tool)} {one_line(summary, limit)}".rstrip()
+
+
 def quote(text: str, limit: int = 300) -> str:
     return f"“{one_line(text, limit)}”"

@@ -153,7 +153,7 @@ class RunView:
                 live = self._live.plan(call.input) if ev.tool == PLAN_TOOL else None
                 out.append(live or self._live.call(call.id, ev.tool, ev.text))
             if ev.tool != ASK_TOOL:
-                line = f"{fmt.tool_name(ev.tool)} {fmt.one_line(ev.text, 60)}".rstrip()
+                line = fmt.tool_call(ev.tool, ev.text, 60)
                 self.status_card.tools.append(("↳ " if sub else "") + line)
                 self._dirty = True
         elif kind == "result":
